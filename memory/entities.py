@@ -1,0 +1,162 @@
+"""Rule-based entity pass: known entity names and capitalised spans -> Entity + Mention.
+
+No model service is needed. Types are guessed by simple rules (speakers are people,
+a span after "in/at/from/to" is a place, months and weekdays are dates, else a thing);
+issue-level NER can replace this without changing the stored shape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import F
+
+from memory.models import Entity, EntityType, Memory, Mention
+
+_WORD = r"[A-Z][\w'’\-]*[\w]"
+_SPAN = re.compile(rf"\b{_WORD}(?:\s+(?:of\s+|de\s+|van\s+|von\s+|the\s+)?{_WORD})*")
+_POSSESSIVE = re.compile(r"['’]s$")
+_TOKEN = re.compile(r"[a-z][a-z0-9'’\-]+")
+
+STOP_CAPITALS = frozenset(
+    """
+    i i'm i've i'd i'll im a an the and but or so if then than that this these those there
+    here what when where who whom whose why how which is are was were be been do does did
+    have has had can could will would should may might must shall it its it's he she they
+    we you me my your our their his her them us oh ok okay yes no not hey hi hello thanks
+    thank wow well also just really very great good nice sure sounds yeah yep awesome
+    congrats congratulations absolutely definitely totally by the way anyway maybe
+    let let's on in at to from for with about as of after before during since until
+    today tomorrow yesterday tonight last next this
+    """.split()
+)
+MONTHS = frozenset(
+    "january february march april may june july august september october november "
+    "december".split()
+)
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+PLACE_CUES = frozenset({"in", "at", "from", "to", "near", "visited", "visit"})
+
+
+@dataclass(frozen=True)
+class Span:
+    surface: str
+    normalized: str
+    start: int
+    end: int
+    type: str
+
+
+def normalize_name(name: str) -> str:
+    name = _POSSESSIVE.sub("", name.strip().strip(".,!?;:\"'()[]"))
+    return re.sub(r"\s+", " ", name).lower()
+
+
+def find_spans(text: str, *, speakers: Iterable[str] = ()) -> list[Span]:
+    """Capitalised spans in ``text`` that look like names (sentence-initial filler dropped)."""
+    people = {normalize_name(s) for s in speakers if s}
+    spans: list[Span] = []
+    for match in _SPAN.finditer(text):
+        surface = _POSSESSIVE.sub("", match.group(0))
+        words = surface.split()
+        while words and words[0].lower().strip("'’") in STOP_CAPITALS:
+            words = words[1:]
+        if not words:
+            continue
+        surface = " ".join(words)
+        start = match.start() + match.group(0).find(words[0])
+        norm = normalize_name(surface)
+        if len(norm) < 2 or norm in STOP_CAPITALS:
+            continue
+        spans.append(
+            Span(surface, norm, start, start + len(surface), _guess_type(text, start, norm, people))
+        )
+    return spans
+
+
+def _guess_type(text: str, start: int, norm: str, people: set[str]) -> str:
+    if norm in people:
+        return EntityType.PERSON
+    first = norm.split()[0]
+    if first in MONTHS or first in WEEKDAYS:
+        return EntityType.DATE
+    before = text[:start].split()[-1:] or [""]
+    if before[0].lower() in PLACE_CUES:
+        return EntityType.PLACE
+    return EntityType.THING
+
+
+def extract_and_link(*, ids: Sequence[int]) -> int:
+    """Create entities and mentions for memories ``ids``; returns mentions written."""
+    rows = list(
+        Memory.objects.filter(pk__in=ids).only("id", "org_id", "content", "speaker", "session_id")
+    )
+    if not rows:
+        return 0
+    per_memory: dict[int, list[Span]] = {}
+    wanted: dict[tuple[int, str], Span] = {}
+    for m in rows:
+        spans = find_spans(m.content, speakers=[m.speaker])
+        if m.speaker:
+            norm = normalize_name(m.speaker)
+            spans.append(Span(m.speaker, norm, -1, -1, EntityType.PERSON))
+        per_memory[m.pk] = spans
+        for s in spans:
+            wanted.setdefault((m.org_id, s.normalized), s)
+    # Known names written in lower case ("went to paris") are linked too.
+    org_ids = {m.org_id for m in rows}
+    tokens = {t for m in rows for t in _TOKEN.findall(m.content.lower())}
+    known = {}
+    if tokens:
+        for e in Entity.objects.filter(
+            org_id__in=org_ids, normalized_name__in=tokens, merged_into__isnull=True
+        ):
+            known[(e.org_id, e.normalized_name)] = e
+    Entity.objects.bulk_create(
+        [
+            Entity(org_id=org, name=s.surface, normalized_name=norm, type=s.type)
+            for (org, norm), s in wanted.items()
+        ],
+        ignore_conflicts=True,
+    )
+    entities = {
+        (e.org_id, e.normalized_name): e
+        for e in Entity.objects.filter(
+            org_id__in=org_ids,
+            normalized_name__in={n for _, n in wanted},
+            merged_into__isnull=True,
+        )
+    }
+    entities.update(known)
+    mentions: list[Mention] = []
+    for m in rows:
+        spans = per_memory[m.pk]
+        linked = {s.normalized for s in spans}
+        for s in spans:
+            e = entities.get((m.org_id, s.normalized))
+            if e is not None:
+                mentions.append(
+                    Mention(
+                        org_id=m.org_id, memory_id=m.pk, entity=e, surface=s.surface[:200],
+                        start=s.start if s.start >= 0 else None,
+                        end=s.end if s.end >= 0 else None,
+                    )
+                )
+        lowered = m.content.lower()
+        for (org, norm), e in known.items():
+            if org == m.org_id and norm not in linked and re.search(rf"\b{re.escape(norm)}\b", lowered):
+                pos = re.search(rf"\b{re.escape(norm)}\b", lowered)
+                assert pos is not None
+                mentions.append(
+                    Mention(org_id=m.org_id, memory_id=m.pk, entity=e, surface=norm,
+                            start=pos.start(), end=pos.end())
+                )
+    created = Mention.objects.bulk_create(mentions, ignore_conflicts=True)
+    counts: dict[int, int] = {}
+    for mention in mentions:
+        counts[mention.entity.pk] = counts.get(mention.entity.pk, 0) + 1
+    for entity_id, n in counts.items():
+        Entity.objects.filter(pk=entity_id).update(mention_count=F("mention_count") + n)
+    return len(created)

@@ -1,0 +1,563 @@
+"""Writes with side effects: remember, supersede, retract, embed, sweep.
+
+Each state change is one function in one transaction; background work is enqueued only
+after the transaction commits (``transaction.on_commit``), so a rollback never leaves a
+task pointing at rows that do not exist, and a broker outage never fails a write: rows
+stay ``pending`` and the sweep picks them up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Team, Visibility
+from accounts.principals import Principal
+from memory.access import visibility_q
+from memory.models import (
+    KINDS_BY_TIER,
+    TIER_OF_KIND,
+    EmbeddingState,
+    Memory,
+    Session,
+    Status,
+    Tier,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class WriteError(Exception):
+    """Bad input to a write; ``field`` names the offending field (e.g. ``memories[2].kind``)."""
+
+    def __init__(self, message: str, *, field: str = "non_field_errors", status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.status = status
+
+
+class NotFound(Exception):
+    """Missing, or not visible to the principal: the two are deliberately the same."""
+
+
+class Forbidden(Exception):
+    """The principal may see the object but not change it."""
+
+
+class StateConflict(Exception):
+    """The object is not in a state that allows the change (e.g. already superseded)."""
+
+
+@dataclass(frozen=True)
+class MemoryInput:
+    """One item to remember, already parsed (types checked) by the API layer."""
+
+    content: str
+    tier: str = Tier.RAW
+    kind: str = "message"
+    occurred_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    role: str = ""
+    speaker: str = ""
+    context: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    external_ref: str = ""
+    visibility: str | None = None
+    team_id: int | None = None
+    derived_from: tuple[int, ...] = ()
+    source_span: dict[str, Any] | None = None
+    confidence: float = 1.0
+    env_tags: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    idempotency_key: str | None = None
+
+
+@dataclass
+class RememberResult:
+    memories: list[Memory]
+    duplicates: list[dict[str, Any]]
+    replayed: list[int]
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for m in self.memories if m.embedding_state == EmbeddingState.PENDING)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- access ---------------------------------------------------------------------------
+
+
+def access_memory(principal: Principal, memory_id: int, *, for_update: bool = False) -> Memory:
+    """The memory if the principal may read it; NotFound otherwise (missing or not theirs)."""
+    qs = Memory.objects.filter(visibility_q(principal))
+    if for_update:
+        qs = qs.select_for_update()
+    try:
+        return qs.get(pk=memory_id)
+    except (Memory.DoesNotExist, ValueError, TypeError, OverflowError) as exc:
+        raise NotFound("memory not found") from exc
+
+
+def access_session(principal: Principal, session_id: int, *, for_update: bool = False) -> Session:
+    qs = Session.objects.visible_to(principal)
+    if for_update:
+        qs = qs.select_for_update()
+    try:
+        return qs.get(pk=session_id)
+    except (Session.DoesNotExist, ValueError, TypeError, OverflowError) as exc:
+        raise NotFound("session not found") from exc
+
+
+def _require_writer(principal: Principal) -> None:
+    if not principal.can_write:
+        raise Forbidden("this principal has read-only access")
+
+
+def _resolve_access(
+    principal: Principal,
+    *,
+    visibility: str | None,
+    team_id: int | None,
+    default_visibility: str,
+    default_team_id: int | None,
+    field_prefix: str,
+) -> tuple[str, int | None]:
+    """Pick and check the (visibility, team) of a new row for this principal."""
+    vis = visibility or default_visibility
+    if vis not in Visibility.values:
+        raise WriteError(f"unknown visibility {vis!r}", field=f"{field_prefix}visibility")
+    if vis != Visibility.TEAM:
+        return vis, None
+    team = team_id or default_team_id
+    if team is None and len(principal.team_ids) == 1:
+        team = next(iter(principal.team_ids))
+    if team is None:
+        raise WriteError(
+            "team visibility needs a team: pass team_id (you belong to "
+            f"{len(principal.team_ids)} teams)",
+            field=f"{field_prefix}team_id",
+        )
+    if not principal.is_unrestricted and team not in principal.team_ids:
+        # Writing into a team you are not in would hide the row from yourself, or
+        # leak it into a team of another org: refuse both the same way.
+        raise WriteError("unknown team", field=f"{field_prefix}team_id")
+    return vis, team
+
+
+def _default_visibility(principal: Principal) -> str:
+    if principal.kind == "agent" and principal.agent_id is not None:
+        from accounts.models import Agent
+
+        return Agent.objects.values_list("default_visibility", flat=True).get(
+            pk=principal.agent_id
+        )
+    return Visibility.ORG
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+def session_create(
+    *,
+    principal: Principal,
+    external_id: str,
+    participants: Sequence[str] = (),
+    started_at: datetime | None = None,
+    metadata: dict[str, Any] | None = None,
+    visibility: str | None = None,
+    team_id: int | None = None,
+) -> Session:
+    """Create a session; an existing ``external_id`` in the org is a 409."""
+    _require_writer(principal)
+    vis, team = _resolve_access(
+        principal,
+        visibility=visibility,
+        team_id=team_id,
+        default_visibility=_default_visibility(principal),
+        default_team_id=None,
+        field_prefix="",
+    )
+    with transaction.atomic():
+        existing = Session.objects.filter(org_id=principal.org_id, external_id=external_id)
+        if existing.exists():
+            raise StateConflict(f"a session with external_id {external_id!r} exists")
+        return Session.objects.create(
+            org_id=principal.org_id,
+            external_id=external_id,
+            participants=list(participants),
+            started_at=started_at,
+            metadata=metadata or {},
+            visibility=vis,
+            team_id=team,
+            owner_user_id=principal.user_id,
+            owner_agent_id=principal.agent_id,
+        )
+
+
+# --- remember -------------------------------------------------------------------------
+
+
+def _validate_item(item: MemoryInput, index: int, prefix: str) -> None:
+    where = f"{prefix}[{index}]"
+    if not item.content or not item.content.strip():
+        raise WriteError("content must not be empty", field=f"{where}.content")
+    size = len(item.content.encode())
+    if size > settings.MNEMO_MAX_CONTENT_BYTES:
+        raise WriteError(
+            f"content is {size} bytes; the limit is {settings.MNEMO_MAX_CONTENT_BYTES}",
+            field=f"{where}.content",
+        )
+    if item.tier not in KINDS_BY_TIER:
+        raise WriteError(
+            f"unknown tier {item.tier!r}; one of {sorted(KINDS_BY_TIER)}", field=f"{where}.tier"
+        )
+    if item.kind not in KINDS_BY_TIER[item.tier]:
+        raise WriteError(
+            f"kind {item.kind!r} does not belong to tier {item.tier!r}; "
+            f"one of {list(KINDS_BY_TIER[item.tier])}",
+            field=f"{where}.kind",
+        )
+    if item.valid_from and item.valid_to and item.valid_to <= item.valid_from:
+        raise WriteError("valid_to must be after valid_from", field=f"{where}.valid_to")
+
+
+def memory_remember(
+    *,
+    principal: Principal,
+    items: Sequence[MemoryInput],
+    session: Session | None = None,
+    field_prefix: str = "memories",
+    enqueue: bool = True,
+) -> RememberResult:
+    """Write a batch of memories: all or nothing, embedded after commit.
+
+    Exact duplicates (same content hash) of active rows already in the same session,
+    or earlier in the batch, are written and *reported* in ``duplicates``. An item
+    whose ``idempotency_key`` was already used in the org is not written again: the
+    existing row is returned and listed in ``replayed``.
+    """
+    _require_writer(principal)
+    if not items:
+        raise WriteError("at least one item is required", field=field_prefix)
+    if len(items) > settings.MNEMO_MAX_BATCH:
+        raise WriteError(
+            f"{len(items)} items; the batch limit is {settings.MNEMO_MAX_BATCH}",
+            field=field_prefix,
+        )
+    for i, item in enumerate(items):
+        _validate_item(item, i, field_prefix)
+
+    default_vis = session.visibility if session else _default_visibility(principal)
+    default_team = session.team_id if session else None
+    now = timezone.now()
+    with transaction.atomic():
+        if session is not None:
+            # Lock the session row: it serialises seq numbers for concurrent writers.
+            session = Session.objects.select_for_update().get(pk=session.pk)
+        sources = _check_sources(principal, items, field_prefix)
+        keys = [i.idempotency_key for i in items if i.idempotency_key]
+        replay = {
+            m.idempotency_key: m
+            for m in Memory.objects.filter(org_id=principal.org_id, idempotency_key__in=keys)
+        }
+        hashes = [sha256_text(i.content) for i in items]
+        seen: dict[str, int] = {}
+        if session is not None:
+            seen = dict(
+                Memory.objects.filter(
+                    session=session, content_sha256__in=hashes, status=Status.ACTIVE
+                ).values_list("content_sha256", "id")
+            )
+        rows: list[Memory] = []
+        duplicates: list[dict[str, Any]] = []
+        replayed: list[int] = []
+        for i, (item, digest) in enumerate(zip(items, hashes, strict=True)):
+            if item.idempotency_key and item.idempotency_key in replay:
+                replayed.append(replay[item.idempotency_key].pk)
+                continue
+            vis, team = _resolve_access(
+                principal,
+                visibility=item.visibility,
+                team_id=item.team_id,
+                default_visibility=default_vis,
+                default_team_id=default_team,
+                field_prefix=f"{field_prefix}[{i}].",
+            )
+            vis, team = _no_wider_than_sources(vis, team, sources, item, principal)
+            seq = None
+            if session is not None:
+                seq = session.next_seq
+                session.next_seq += 1
+            if digest in seen:
+                duplicates.append({"index": i, "duplicate_of": seen[digest]})
+            rows.append(
+                Memory(
+                    org_id=principal.org_id,
+                    session=session,
+                    seq=seq,
+                    tier=item.tier,
+                    kind=item.kind,
+                    content=item.content,
+                    context=item.context,
+                    role=item.role,
+                    speaker=item.speaker,
+                    metadata=item.metadata,
+                    content_sha256=digest,
+                    idempotency_key=item.idempotency_key,
+                    occurred_at=item.occurred_at or (now if session is not None else None),
+                    valid_from=item.valid_from,
+                    valid_to=item.valid_to,
+                    recorded_at=now,
+                    source_span=item.source_span,
+                    external_ref=item.external_ref,
+                    confidence=item.confidence,
+                    env_tags=list(item.env_tags),
+                    keywords=list(item.keywords),
+                    visibility=vis,
+                    team_id=team,
+                    owner_user_id=principal.user_id,
+                    owner_agent_id=principal.agent_id,
+                )
+            )
+            seen.setdefault(digest, -1 - i)
+        created = Memory.objects.bulk_create(rows)
+        # Duplicates of rows earlier in this batch point at their new ids.
+        by_index = {}
+        pos = 0
+        for i, item in enumerate(items):
+            if item.idempotency_key and item.idempotency_key in replay:
+                continue
+            by_index[i] = created[pos]
+            pos += 1
+        for dup in duplicates:
+            if dup["duplicate_of"] < 0:
+                dup["duplicate_of"] = by_index[-1 - dup["duplicate_of"]].pk
+        links = [
+            Memory.derived_from.through(from_memory_id=by_index[i].pk, to_memory_id=src)
+            for i, item in enumerate(items)
+            if i in by_index
+            for src in item.derived_from
+        ]
+        if links:
+            Memory.derived_from.through.objects.bulk_create(links)
+        if session is not None:
+            session.save(update_fields=["next_seq"])
+        if enqueue:
+            enqueue_embedding([m.pk for m in created])
+    existing = list(Memory.objects.filter(pk__in=replayed)) if replayed else []
+    return RememberResult(memories=created + existing, duplicates=duplicates, replayed=replayed)
+
+
+def _check_sources(
+    principal: Principal, items: Sequence[MemoryInput], prefix: str
+) -> dict[int, Memory]:
+    wanted = {src for item in items for src in item.derived_from}
+    if not wanted:
+        return {}
+    found = {m.pk: m for m in Memory.objects.filter(visibility_q(principal), pk__in=wanted)}
+    for i, item in enumerate(items):
+        for src in item.derived_from:
+            if src not in found:
+                raise WriteError(f"derived_from: memory {src} not found", field=f"{prefix}[{i}].derived_from")
+    return found
+
+
+_WIDTH = {Visibility.PRIVATE: 0, Visibility.TEAM: 1, Visibility.ORG: 2}
+
+
+def _no_wider_than_sources(
+    vis: str, team: int | None, sources: dict[int, Memory], item: MemoryInput,
+    principal: Principal,
+) -> tuple[str, int | None]:
+    """A derived row is never visible to more people than the narrowest row it came from."""
+    for src in (sources[s] for s in item.derived_from):
+        if _WIDTH[src.visibility] < _WIDTH[vis] or (
+            src.visibility == vis == Visibility.TEAM and src.team_id != team
+        ):
+            vis, team = src.visibility, src.team_id
+    return vis, team
+
+
+def memory_supersede(
+    *, principal: Principal, memory_id: int, correction: MemoryInput, reason: str = ""
+) -> Memory:
+    """Write ``correction`` as the new current version of ``memory_id`` and link both."""
+    _require_writer(principal)
+    _validate_item(correction, 0, "correction")
+    with transaction.atomic():
+        old = access_memory(principal, memory_id, for_update=True)
+        if old.status != Status.ACTIVE:
+            raise StateConflict(f"memory {old.pk} is {old.status}; only active rows can be superseded")
+        now = timezone.now()
+        new = Memory.objects.create(
+            org_id=old.org_id,
+            session=old.session,
+            tier=correction.tier or old.tier,
+            kind=correction.kind or old.kind,
+            content=correction.content,
+            context=correction.context,
+            role=old.role,
+            speaker=correction.speaker or old.speaker,
+            metadata={**correction.metadata, "supersedes": old.pk, "reason": reason},
+            content_sha256=sha256_text(correction.content),
+            occurred_at=correction.occurred_at or old.occurred_at,
+            valid_from=correction.valid_from,
+            valid_to=correction.valid_to,
+            recorded_at=now,
+            external_ref=old.external_ref,
+            confidence=correction.confidence,
+            env_tags=list(correction.env_tags or old.env_tags),
+            visibility=old.visibility,
+            team_id=old.team_id,
+            owner_user_id=old.owner_user_id,
+            owner_agent_id=old.owner_agent_id,
+        )
+        new.derived_from.set(old.derived_from.all())
+        old.status = Status.SUPERSEDED
+        old.superseded_by = new
+        old.superseded_at = now
+        old.save(update_fields=["status", "superseded_by", "superseded_at"])
+        enqueue_embedding([new.pk])
+    return new
+
+
+def memory_retract(*, principal: Principal, memory_id: int, reason: str = "") -> Memory:
+    """Mark a memory retracted (kept, never deleted); it leaves every current view."""
+    _require_writer(principal)
+    with transaction.atomic():
+        memory = access_memory(principal, memory_id, for_update=True)
+        if memory.status != Status.ACTIVE:
+            raise StateConflict(f"memory {memory.pk} is {memory.status}")
+        now = timezone.now()
+        memory.status = Status.RETRACTED
+        memory.superseded_at = now
+        memory.metadata = {
+            **memory.metadata,
+            "retraction": {"by": principal.label, "at": now.isoformat(), "reason": reason},
+        }
+        memory.save(update_fields=["status", "superseded_at", "metadata"])
+    return memory
+
+
+# --- embedding ------------------------------------------------------------------------
+
+
+def enqueue_embedding(ids: Sequence[int]) -> None:
+    """After commit, hand ``ids`` to the embedding task in batches (never inside the txn)."""
+    ids = list(ids)
+    if not ids:
+        return
+    batch = settings.MNEMO_EMBEDDING_BATCH * 4
+
+    def send() -> None:
+        from memory.tasks import embed_memories
+
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            try:
+                embed_memories.delay(chunk)
+            except Exception as exc:  # noqa: BLE001 - the broker being down must not fail writes
+                logger.warning(
+                    "could not enqueue %d rows for embedding (%s); the sweep will retry",
+                    len(chunk),
+                    exc,
+                )
+
+    transaction.on_commit(send)
+
+
+def embedding_text(memory: Memory) -> str:
+    """What the vector index sees: the content, with its speaker and retrieval context."""
+    head = f"{memory.speaker}: {memory.content}" if memory.speaker else memory.content
+    return f"{head}\n{memory.context}" if memory.context else head
+
+
+def memory_embed(*, ids: Sequence[int]) -> int:
+    """Embed the pending/failed rows among ``ids``; returns how many became ready.
+
+    Idempotent: rows already ready are skipped, and the model is deterministic, so two
+    workers embedding the same row write the same vector.
+    """
+    from memory import embeddings, entities
+
+    rows = list(
+        Memory.objects.filter(pk__in=ids)
+        .exclude(embedding_state=EmbeddingState.READY)
+        .only("id", "content", "speaker", "context", "org_id")
+        .order_by("id")
+    )
+    if not rows:
+        return 0
+    vectors = embeddings.embed_texts([embedding_text(m) for m in rows])
+    now = timezone.now()
+    for m, vec in zip(rows, vectors, strict=True):
+        m.embedding = vec
+        m.embedding_state = EmbeddingState.READY
+        m.embedding_error = ""
+        m.embedded_at = now
+    with transaction.atomic():
+        Memory.objects.bulk_update(
+            rows, ["embedding", "embedding_state", "embedding_error", "embedded_at"]
+        )
+        entities.extract_and_link(ids=[m.pk for m in rows])
+    return len(rows)
+
+
+def memory_embed_failed(*, ids: Sequence[int], error: str) -> None:
+    """Record an embedding failure on the rows (they stay searchable lexically)."""
+    from django.db.models import F
+
+    Memory.objects.filter(pk__in=ids).exclude(embedding_state=EmbeddingState.READY).update(
+        embedding_state=EmbeddingState.FAILED,
+        embedding_error=error[:2000],
+        embedding_attempts=F("embedding_attempts") + 1,
+    )
+
+
+def sweep_pending(*, older_than_seconds: int | None = None) -> int:
+    """Re-enqueue rows left pending (or failed, under the attempt limit) too long."""
+    age = (
+        settings.MNEMO_PENDING_SWEEP_AFTER_SECONDS
+        if older_than_seconds is None
+        else older_than_seconds
+    )
+    cutoff = timezone.now() - timedelta(seconds=age)
+    from django.db.models import Q
+
+    ids = list(
+        Memory.objects.filter(
+            Q(embedding_state=EmbeddingState.PENDING)
+            | Q(
+                embedding_state=EmbeddingState.FAILED,
+                embedding_attempts__lt=settings.MNEMO_EMBED_MAX_ATTEMPTS,
+            ),
+            recorded_at__lte=cutoff,
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:50_000]
+    )
+    if ids:
+        with transaction.atomic():
+            enqueue_embedding(ids)
+    return len(ids)
+
+
+def kind_to_tier(kind: str) -> str | None:
+    return TIER_OF_KIND.get(kind)
+
+
+def team_in_org(team_id: int, org_id: int) -> bool:
+    return Team.objects.filter(pk=team_id, org_id=org_id).exists()
