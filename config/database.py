@@ -110,3 +110,14 @@ def ensure_database(host: str, name: str) -> None:
         if not exists:
             c.execute(f'CREATE DATABASE "{name}"')
     _databases.add((host, name))
+
+
+def stop_server(data_dir: Path) -> None:
+    """Stop this process's handle on the embedded server (it stops if no one else uses it)."""
+    data_dir = data_dir.expanduser().resolve()
+    with _lock:
+        server = _servers.pop(data_dir, None)
+        for key in [k for k in _databases if k[0] == str(data_dir)]:
+            _databases.discard(key)
+    if server is not None:
+        server.cleanup()  # type: ignore[attr-defined]

@@ -112,13 +112,13 @@ if os.environ.get("DATABASE_URL"):
 else:
     _db = {
         "ENGINE": "config.db",
-        "NAME": "mnemo",
+        "NAME": os.environ.get("MNEMO_DB_NAME", "mnemo"),
         "USER": "postgres",
         "HOST": "",
         "PORT": "",
         "CONN_MAX_AGE": CONN_MAX_AGE,
         "MNEMO_EMBEDDED_DIR": str(MNEMO_DATA_DIR),
-        "MNEMO_EMBEDDED_DBNAME": "mnemo",
+        "MNEMO_EMBEDDED_DBNAME": os.environ.get("MNEMO_DB_NAME", "mnemo"),
         "MNEMO_EMBEDDED_CLEANUP": os.environ.get("MNEMO_EMBEDDED_CLEANUP", "stop"),
     }
 _db["CONN_HEALTH_CHECKS"] = True

@@ -70,10 +70,24 @@ def find_spans(text: str, *, speakers: Iterable[str] = ()) -> list[Span]:
         norm = normalize_name(surface)
         if len(norm) < 2 or norm in STOP_CAPITALS:
             continue
+        possessive = _POSSESSIVE.search(match.group(0)) is not None
+        if (
+            len(words) == 1
+            and not possessive
+            and norm not in people
+            and _sentence_initial(text, start)
+        ):
+            # "Want to pair?" / "Remind me": a capital at a sentence start says nothing.
+            continue
         spans.append(
             Span(surface, norm, start, start + len(surface), _guess_type(text, start, norm, people))
         )
     return spans
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    before = text[:start].rstrip()
+    return not before or before[-1] in ".!?\n\"'(:"
 
 
 def _guess_type(text: str, start: int, norm: str, people: set[str]) -> str:

@@ -59,14 +59,11 @@ _LOCOMO_DATE_RE = re.compile(
 _LME_DATE_RE = re.compile(
     r"\s*(\d{4})/(\d{1,2})/(\d{1,2})\s*(?:\([A-Za-z]+\))?\s*(\d{1,2}):(\d{2})\s*"
 )
-_MONTHS = {
-    name: i
-    for i, name in enumerate(
-        "january february march april may june july august september october"
-        " november december".split(),
-        start=1,
-    )
-}
+_MONTH_NAMES = (
+    "january february march april may june july august september october november"
+    " december"
+)
+_MONTHS = {m[:3]: i for i, m in enumerate(_MONTH_NAMES.split(" "), start=1)}
 
 SKIP_NO_EVIDENCE = "no valid evidence turn after normalisation"
 SKIP_ABSTENTION = "abstention question (_abs): no evidence, skipped by protocol"
@@ -81,7 +78,7 @@ class BenchTurn:
     speaker: str
     role: str  # 'user' | 'assistant' | '' (LoCoMo has two human speakers)
     text: str
-    index: int  # 0-based position in the session (LoCoMo: dia_id turn - 1)
+    index: int  # 0-based position in the session
     is_key: bool = True  # False: not a retrieval target under the protocol
 
 
@@ -141,7 +138,7 @@ def _conversation(
 def parse_locomo_date(value: str) -> datetime:
     """Parse LoCoMo's ``"1:56 pm on 8 May, 2023"`` as a UTC datetime."""
     m = _LOCOMO_DATE_RE.fullmatch(value)
-    month = _MONTHS.get(m.group(5).lower()) if m else None
+    month = _MONTHS.get(m.group(5).lower()[:3]) if m else None
     if m is None or month is None:
         raise ValueError(f"unrecognised LoCoMo date: {value!r}")
     hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "p" else 0)
@@ -177,13 +174,11 @@ def _locomo_turn(raw: Mapping[str, Any], session_id: str, pos: int) -> BenchTurn
     caption = raw.get("blip_caption")
     if caption:
         text = f"{text} [shares {caption}]" if text else f"[shares {caption}]"
-    dia_id = str(raw.get("dia_id") or "")
-    m = _EVIDENCE_RE.fullmatch(dia_id.strip())
-    if m is not None:
-        dia_id, index = f"D{int(m.group(1))}:{int(m.group(2))}", int(m.group(2)) - 1
-    else:  # never seen upstream; keep the turn addressable anyway
-        dia_id, index = f"{session_id}:{pos + 1}", pos
-    return BenchTurn(dia_id, str(raw.get("speaker") or ""), "", text, index)
+    m = _EVIDENCE_RE.fullmatch(str(raw.get("dia_id") or "").strip())
+    dia_id = f"D{int(m.group(1))}:{int(m.group(2))}" if m else ""
+    if session_of_turn(dia_id) != session_id:  # never seen upstream
+        dia_id = f"{session_id}:{pos + 1}"
+    return BenchTurn(dia_id, str(raw.get("speaker") or ""), "", text, pos)
 
 
 def _locomo_sample(sample: Mapping[str, Any]) -> BenchConversation:
@@ -203,6 +198,8 @@ def _locomo_sample(sample: Mapping[str, Any]) -> BenchConversation:
         )
         sessions.append(BenchSession(sid, parse_locomo_date(date), turns))
     valid = {t.turn_id for s in sessions for t in s.turns}
+    if len(valid) != sum(len(s.turns) for s in sessions):
+        raise ValueError(f"{conv_id}: duplicate dia_id")
     questions = []
     for i, qa in enumerate(sample.get("qa", [])):
         gold = normalise_locomo_evidence(qa.get("evidence") or [], valid)
@@ -263,9 +260,13 @@ def _longmemeval_instance(item: Mapping[str, Any]) -> BenchConversation:
         for i, raw in enumerate(raw_turns):
             role = str(raw.get("role") or "")
             turn = BenchTurn(
-                f"{sid}:{i}", role, role, str(raw.get("content") or ""), i,
+                f"{sid}:{i}",
+                role,
+                role,
+                str(raw.get("content") or ""),
+                i,
                 is_key=role == "user",
-            )  # fmt: skip
+            )
             turns.append(turn)
             if raw.get("has_answer") is True and sid in answer_ids:
                 any_has_answer = True

@@ -17,7 +17,7 @@ Two NDCG variants exist:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,7 +58,9 @@ def hit_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     return float(not gold.isdisjoint(dedupe(ranked)[:k]))
 
 
-def _ndcg(ranked: Sequence[str], gold: set[str], k: int, gain: Any) -> float:
+def _ndcg(
+    ranked: Sequence[str], gold: set[str], k: int, gain: Callable[[int], float]
+) -> float:
     top = dedupe(ranked)[:k]
     dcg = sum(gain(r) for r, item in enumerate(top, start=1) if item in gold)
     ideal = sum(gain(r) for r in range(1, min(len(gold), k) + 1))
@@ -119,9 +121,7 @@ class QuestionResult:
         set_(self, "ranked_turns", tuple(self.ranked_turns))
         set_(self, "gold_turns", frozenset(self.gold_turns))
         set_(self, "gold_sessions", frozenset(self.gold_sessions))
-        sessions = tuple(self.ranked_sessions) or sessions_from_turns(
-            self.ranked_turns
-        )
+        sessions = tuple(self.ranked_sessions) or sessions_from_turns(self.ranked_turns)
         set_(self, "ranked_sessions", sessions)
 
 
@@ -138,7 +138,7 @@ class ReportRow:
 class Report:
     """Aggregated metrics: one row per category, then the overall rows."""
 
-    benchmark: str
+    benchmark: Benchmark
     k_values: tuple[int, ...]
     columns: tuple[str, ...]
     rows: tuple[ReportRow, ...]
@@ -186,7 +186,9 @@ def _category_label(benchmark: Benchmark, category: str) -> str:
     return category
 
 
-def _mean_row(label: str, rows: Sequence[Mapping[str, float]], cols: Sequence[str]):
+def _mean_row(
+    label: str, rows: Sequence[Mapping[str, float]], cols: Sequence[str]
+) -> ReportRow:
     n = len(rows)
     return ReportRow(label, n, {c: sum(r[c] for r in rows) / n for c in cols})
 
@@ -211,10 +213,16 @@ def aggregate(
     LoCoMo gets a ``cats 1-4`` row (the LoCoMo recipe reports category 5
     separately) and an ``overall`` row (categories 1-5, the BENCHMARKS floor).
     """
+    if benchmark not in ("locomo", "longmemeval"):
+        raise ValueError(f"unknown benchmark {benchmark!r}")
     k_values = tuple(sorted(set(k_values)))
+    if not k_values or k_values[0] < 1:
+        raise ValueError(f"k_values must be positive integers, got {k_values}")
     results = list(results)
     scored = [r for r in results if _is_scored(r, benchmark)]
-    per_q = [question_metrics(r, benchmark=benchmark, k_values=k_values) for r in scored]
+    per_q = [
+        question_metrics(r, benchmark=benchmark, k_values=k_values) for r in scored
+    ]
     columns: tuple[str, ...] = tuple(per_q[0]) if per_q else ()
     groups: dict[str, list[dict[str, float]]] = {}
     for r, m in zip(scored, per_q, strict=True):
@@ -256,14 +264,14 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines + [""] + notes) + "\n"
 
 
-def report_to_json(report: Report, results: Iterable[QuestionResult]) -> dict:
+def report_to_json(report: Report, results: Iterable[QuestionResult]) -> dict[str, Any]:
     """JSON-serialisable report with per-question gold ranks and metrics."""
     questions = []
     for r in results:
         entry: dict[str, Any] = {
             "question_id": r.question_id,
             "category": r.category,
-            "scored": _is_scored(r, report.benchmark),  # type: ignore[arg-type]
+            "scored": _is_scored(r, report.benchmark),
             "gold_turn_ranks": gold_ranks(r.ranked_turns, r.gold_turns),
             "gold_session_ranks": gold_ranks(r.ranked_sessions, r.gold_sessions),
             "top_turns": list(dedupe(r.ranked_turns)[: max(report.k_values)]),
@@ -272,7 +280,7 @@ def report_to_json(report: Report, results: Iterable[QuestionResult]) -> dict:
         if entry["scored"]:
             entry["metrics"] = question_metrics(
                 r,
-                benchmark=report.benchmark,  # type: ignore[arg-type]
+                benchmark=report.benchmark,
                 k_values=report.k_values,
             )
         questions.append(entry)

@@ -149,23 +149,23 @@ def spread_to_neighbors(
         return ordered
     result = []
     for item in ordered:
-        gifts = received.get(item.memory_id)
-        if gifts is None:
+        incoming = received.get(item.memory_id)
+        if incoming is None:
             result.append(item)
             continue
         merged = dict(item.spread_from)
-        for source_id, amount in gifts.items():
+        for source_id, amount in incoming.items():
             merged[source_id] = merged.get(source_id, 0.0) + amount
-        score = item.score + math.fsum(gifts.values())
+        score = item.score + math.fsum(incoming.values())
         result.append(replace(item, score=score, spread_from=merged))
     for neighbor_id, (_, phase) in phase_of_new.items():
-        gifts = received[neighbor_id]
+        incoming = received[neighbor_id]
         result.append(
             FusedItem(
                 memory_id=neighbor_id,
-                score=math.fsum(gifts.values()),
+                score=math.fsum(incoming.values()),
                 phase=phase,
-                spread_from=dict(gifts),
+                spread_from=dict(incoming),
             )
         )
     return _sorted_items(result)

@@ -169,7 +169,7 @@ def _numeric_date(m: re.Match[str], c: _Clock) -> Span | None:
 
     naive_now = c.now.replace(tzinfo=None)
     settings = {"DATE_ORDER": "MDY", "RELATIVE_BASE": naive_now}
-    parsed = dateparser.parse(m[0], settings=settings)  # type: ignore[arg-type]
+    parsed = dateparser.parse(m[0], settings=settings)
     return None if parsed is None else c.day(parsed.date())
 
 
@@ -342,8 +342,8 @@ def resolve_time_window(text: str, *, reference_time: datetime) -> TimeWindow | 
     best: tuple[int, int, int, int, Span] | None = None
     for match_order, (pattern, handler) in enumerate(_RULES):
         for match in pattern.finditer(lowered):
-            start = _core_start(match)
-            key = (-(match.end() - start), start, match_order)
+            core = _core_start(match)
+            key = (-(match.end() - core), core, match_order)
             if best is not None and key >= best[:3]:
                 continue
             try:

@@ -57,11 +57,17 @@ def _tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def _rank(docs: list[str], query: str) -> list[int]:
-    """Indices of ``docs`` by BM25 score, ties in corpus order."""
-    bm25 = rank_bm25.BM25Okapi([_tokens(d) for d in docs], k1=1.5, b=0.75)
-    scores = bm25.get_scores(_tokens(query))
-    return sorted(range(len(docs)), key=lambda i: -scores[i])
+class _Index:
+    """One BM25 Okapi index over a list of texts."""
+
+    def __init__(self, docs: list[str]) -> None:
+        self.bm25 = rank_bm25.BM25Okapi([_tokens(d) for d in docs], k1=1.5, b=0.75)
+        self.size = len(docs)
+
+    def rank(self, query: str) -> list[int]:
+        """Document indices by BM25 score, ties in corpus order."""
+        scores = self.bm25.get_scores(_tokens(query))
+        return sorted(range(self.size), key=lambda i: -scores[i])
 
 
 def _rows(report: Report) -> dict:
@@ -72,21 +78,22 @@ def _locomo_results(conversations: list[BenchConversation], session_index: bool)
     results = []
     for conv in conversations:
         turns = [t for _, t in conv.iter_turns()]
-        docs = [f"{t.speaker}: {t.text}" for t in turns]
-        sess_docs = [" ".join(f"{t.speaker}: {t.text}" for t in s.turns)
-                     for s in conv.sessions]  # fmt: skip
+        index = _Index([f"{t.speaker}: {t.text}" for t in turns])
+        sess_index = _Index(
+            [" ".join(f"{t.speaker}: {t.text}" for t in s.turns) for s in conv.sessions]
+        )
         for q in conv.questions:
             if q.skip_reason:
                 continue
             ranked_sessions: tuple[str, ...] = ()
             if session_index:
-                order = _rank(sess_docs, q.text)
+                order = sess_index.rank(q.text)
                 ranked_sessions = tuple(conv.sessions[i].session_id for i in order)
             results.append(
                 QuestionResult(
                     question_id=q.question_id,
                     category=q.category,
-                    ranked_turns=tuple(turns[i].turn_id for i in _rank(docs, q.text)),
+                    ranked_turns=tuple(turns[i].turn_id for i in index.rank(q.text)),
                     ranked_sessions=ranked_sessions,
                     gold_turns=q.gold_turns,
                     gold_sessions=q.gold_sessions,
@@ -145,17 +152,18 @@ def test_longmemeval_bm25_floor():
         if q.skip_reason:
             continue
         keys = [t for _, t in conv.iter_turns() if t.is_key]  # user turns only
-        sess_docs = [" ".join(t.text for t in s.turns if t.is_key)
-                     for s in conv.sessions]  # fmt: skip
+        sess_docs = [
+            " ".join(t.text for t in s.turns if t.is_key) for s in conv.sessions
+        ]
         results.append(
             QuestionResult(
                 question_id=q.question_id,
                 category=q.category,
                 ranked_turns=tuple(
-                    keys[i].turn_id for i in _rank([t.text for t in keys], q.text)
+                    keys[i].turn_id for i in _Index([t.text for t in keys]).rank(q.text)
                 ),
                 ranked_sessions=tuple(
-                    conv.sessions[i].session_id for i in _rank(sess_docs, q.text)
+                    conv.sessions[i].session_id for i in _Index(sess_docs).rank(q.text)
                 ),
                 gold_turns=q.gold_turns,
                 gold_sessions=q.gold_sessions,

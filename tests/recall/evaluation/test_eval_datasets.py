@@ -52,12 +52,22 @@ LOCOMO_SAMPLE = {
     "qa": [
         {"question": "q0", "answer": "dog", "evidence": ["D1:1"], "category": 4},
         {"question": "q1", "answer": 7, "evidence": ["D1:1; D2:2"], "category": 1},
-        {"question": "q2", "answer": "x", "evidence": ["D:1:2", "D2:01"], "category": 2},
+        {
+            "question": "q2",
+            "answer": "x",
+            "evidence": ["D:1:2", "D2:01"],
+            "category": 2,
+        },
         {"question": "q3", "answer": "x", "evidence": ["D", "D9:9"], "category": 3},
         {"question": "q4", "answer": "x", "evidence": [], "category": 3},
-        {"question": "q5", "adversarial_answer": "no", "evidence": ["D2:2"], "category": 5},
+        {
+            "question": "q5",
+            "adversarial_answer": "no",
+            "evidence": ["D2:2"],
+            "category": 5,
+        },
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture
@@ -154,12 +164,15 @@ MAIN = _lme(
     "multi-session",
     [
         ("filler_1", [_u("hello"), _a("hi")]),
-        ("answer_x_1", [_u("I bought a bike", True), _a("nice", True), _u("ok", False)]),
+        (
+            "answer_x_1",
+            [_u("I bought a bike", True), _a("nice", True), _u("ok", False)],
+        ),
         ("answer_x_2", [_u("thanks", False), _a("the bike costs $200", True)]),
         ("filler_1", [_u("hello"), _a("hi")]),  # repeated filler session
     ],
     ["answer_x_1", "answer_x_2"],
-)  # fmt: skip
+)
 ABS = _lme("q_abs", "temporal-reasoning", [("answer_y", [_u("x", True)])], ["answer_y"])
 ASSISTANT_ONLY = _lme(
     "q_ssa",

