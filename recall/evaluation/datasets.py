@@ -6,11 +6,13 @@ loaders return through Mnemo's own write path and scores the recall output with
 
 Identifier conventions (both benchmarks):
 
-* ``turn_id`` is ``f"{session_id}:{index}"``, unique **within one conversation**
-  only (LoCoMo ``dia_id`` already has this shape: ``D3:7`` is turn 7 of session
-  ``D3``). Ingest each conversation into its own scope (or prefix the ids with
-  ``conversation_id``): LongMemEval haystacks share filler sessions across
-  questions and every LoCoMo conversation has a ``D1:1``.
+* ``turn_id`` is ``f"{session_id}:{n}"``, unique **within one conversation**
+  only. LoCoMo keeps its ``dia_id`` (``D3:7`` = 7th turn of session ``D3``,
+  1-based); LongMemEval uses the 0-based turn index (``"answer_x_1:0"``; the
+  official code would call it ``answer_x_1_1``). Ingest each conversation into
+  its own scope (or prefix the ids with ``conversation_id``): LongMemEval
+  haystacks share filler sessions across questions and every LoCoMo
+  conversation has a ``D1:1``.
 * :func:`session_of_turn` maps a turn id back to its session id.
 
 Protocol notes (see ``shared/datasets/*/SOURCE.md``):

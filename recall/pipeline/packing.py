@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import bpe_openai
+if TYPE_CHECKING:
+    import bpe_openai
 
 OmitReason = Literal[
     "limit", "budget", "covered_by_digest", "digest_overlaps_rows", "duplicate"
@@ -120,7 +122,14 @@ def pack_to_budget(
 
 @functools.lru_cache(maxsize=8)
 def _encoding(name: str) -> bpe_openai.Encoding:
-    return bpe_openai.get_encoding(name)
+    with warnings.catch_warnings():
+        # bpe_openai builds its tables at import time through a deprecated
+        # importlib.resources call; importing lazily also keeps that cost (about
+        # half a second) off processes that never count tokens.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        return bpe_openai.get_encoding(name)
 
 
 def make_token_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:

@@ -70,7 +70,9 @@ def test_rrf_rejects_zero_based_ranks():
 
 
 def test_rrf_breaks_ties_by_memory_id():
-    fused = fuse_rrf({"a": hits("a", [9]), "b": hits("b", [3]), "c": hits("c", [5])}, {})
+    fused = fuse_rrf(
+        {"a": hits("a", [9]), "b": hits("b", [3]), "c": hits("c", [5])}, {}
+    )
     assert order(fused) == [3, 5, 9]
 
 
@@ -155,7 +157,10 @@ def test_spreading_with_zero_share_changes_nothing():
 def test_spreading_never_lowers_a_score(rankings, share):
     fused = fuse_rrf({c: hits(c, ids) for c, ids in rankings.items()}, {})
     neighbours = {item.memory_id: [item.memory_id + 1] for item in fused}
-    spread = {i.memory_id: i.score for i in spread_to_neighbors(fused, neighbours, share=share)}
+    spread = {
+        i.memory_id: i.score
+        for i in spread_to_neighbors(fused, neighbours, share=share)
+    }
     for item in fused:
         assert spread[item.memory_id] >= item.score
     assert all(math.isfinite(score) for score in spread.values())
