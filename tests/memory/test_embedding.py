@@ -1,0 +1,187 @@
+"""Embedding pipeline: eager path, failures, the sweep, a real Celery worker on Redis."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+from django.conf import settings as dj_settings
+from django.db import connection
+
+from config import celery_app
+from memory import embeddings, services
+from memory.models import EmbeddingState, Memory
+from memory.services import MemoryInput
+from tests.conftest import client_for
+
+REDIS_URL = os.environ.get("MNEMO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def test_the_bundled_model_embeds_offline_into_384_unit_vectors():
+    vectors = embeddings.embed_texts(["Caroline went to a support group", "hello"])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    similar = embeddings.embed_texts(["a dog runs in the park", "a puppy plays outside",
+                                      "quarterly tax filing"])
+    assert similar[0] @ similar[1] > similar[0] @ similar[2]
+
+
+@pytest.mark.django_db
+def test_rows_are_pending_at_write_and_ready_after_commit(world, django_capture_on_commit_callbacks):
+    principal = world.principal("agent_a")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        result = services.memory_remember(
+            principal=principal, items=[MemoryInput(content="Mia adopted a cat")]
+        )
+    row = Memory.objects.get(pk=result.memories[0].pk)
+    assert row.embedding_state == EmbeddingState.PENDING and row.embedding is None
+    assert result.pending == 1
+    for callback in callbacks:
+        callback()
+    row.refresh_from_db()
+    assert row.embedding_state == EmbeddingState.READY
+    assert len(row.embedding) == 384
+
+
+@pytest.mark.django_db
+def test_an_embedding_failure_marks_rows_failed_and_the_sweep_recovers_them(
+    world, settings, django_capture_on_commit_callbacks
+):
+    principal = world.principal("agent_a")
+    settings.MNEMO_EMBEDDING_ENABLED = False
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = [m.pk for m in services.memory_remember(
+            principal=principal, items=[MemoryInput(content="sweep me")]).memories]
+    row = Memory.objects.get(pk=ids[0])
+    assert row.embedding_state == EmbeddingState.FAILED
+    assert "disabled" in row.embedding_error and row.embedding_attempts == 1
+    settings.MNEMO_EMBEDDING_ENABLED = True
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.sweep_pending(older_than_seconds=0) == 1
+    row.refresh_from_db()
+    assert row.embedding_state == EmbeddingState.READY and row.embedding_error == ""
+
+
+@pytest.mark.django_db
+def test_the_sweep_leaves_fresh_pending_rows_alone(world):
+    services.memory_remember(principal=world.principal("agent_a"),
+                             items=[MemoryInput(content="fresh")], enqueue=False)
+    assert services.sweep_pending(older_than_seconds=3600) == 0
+
+
+@pytest.mark.django_db
+def test_embedding_twice_is_idempotent(world):
+    ids = [m.pk for m in services.memory_remember(
+        principal=world.principal("agent_a"), items=[MemoryInput(content="once")],
+        enqueue=False).memories]
+    assert services.memory_embed(ids=ids) == 1
+    first = list(Memory.objects.get(pk=ids[0]).embedding)
+    assert services.memory_embed(ids=ids) == 0
+    assert list(Memory.objects.get(pk=ids[0]).embedding) == first
+
+
+# --- a real worker --------------------------------------------------------------------
+
+
+def _redis_or_fail() -> redis.Redis:
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    client.ping()  # CI starts redis-server; a missing Redis is a failure, not a skip
+    client.flushdb()
+    return client
+
+
+@pytest.fixture
+def worker(live_server):
+    """A real `celery worker` process on Redis, sharing the test database."""
+    _redis_or_fail()
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": REDIS_URL,
+        "MNEMO_DATA_DIR": db["MNEMO_EMBEDDED_DIR"] or "",
+        "MNEMO_DB_NAME": db["NAME"],
+        "MNEMO_LOG_LEVEL": "WARNING",
+    }
+    if not db.get("MNEMO_EMBEDDED_DIR"):
+        env["DATABASE_URL"] = (
+            f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+        )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
+         "--loglevel=WARNING", "--without-heartbeat", "--without-gossip",
+         "--without-mingle"],
+        cwd=Path(dj_settings.BASE_DIR), env=env,
+    )
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.task_always_eager)
+    conf.task_always_eager = False
+    point_broker(REDIS_URL)
+    yield proc
+    conf.task_always_eager = saved[1]
+    point_broker(saved[0])
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def point_broker(url: str) -> None:
+    """Send this process's tasks to ``url`` from now on (drops pooled connections)."""
+    celery_app.conf.broker_url = url
+    celery_app._pool = None
+    if "amqp" in celery_app.__dict__:
+        celery_app.amqp._producer_pool = None
+
+
+def _wait_ready(ids: list[int], timeout: float = 90.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready = Memory.objects.filter(pk__in=ids, embedding_state=EmbeddingState.READY).count()
+        if ready == len(ids):
+            return ready
+        time.sleep(0.5)
+    return Memory.objects.filter(pk__in=ids, embedding_state=EmbeddingState.READY).count()
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_celery_worker_embeds_rows_written_over_http(world, worker, live_server):
+    import json
+    import urllib.request
+
+    def call(path: str, body: dict) -> dict:
+        req = urllib.request.Request(
+            live_server.url + path, data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"Bearer {world.agent_a_key}",
+                     "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback
+            return json.loads(resp.read())
+
+    sid = call("/api/v1/sessions", {"external_id": "worker-run"})["id"]
+    written = call(f"/api/v1/sessions/{sid}/messages",
+                   {"messages": [{"content": f"message number {i} about gardening"}
+                                 for i in range(12)]})
+    ids = [item["id"] for item in written["items"]]
+    assert written["pending"] == 12
+    assert _wait_ready(ids) == 12
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_rows_written_while_the_broker_is_down_are_embedded_after_the_sweep(world, worker):
+    point_broker("redis://127.0.0.1:1/0")  # nothing listens there
+    principal = world.principal("agent_a")
+    result = services.memory_remember(
+        principal=principal,
+        items=[MemoryInput(content=f"written during the outage {i}") for i in range(5)],
+    )
+    ids = [m.pk for m in result.memories]
+    assert Memory.objects.filter(pk__in=ids, embedding_state="pending").count() == 5
+    point_broker(REDIS_URL)
+    assert services.sweep_pending(older_than_seconds=0) >= 5
+    assert _wait_ready(ids) == 5

@@ -1,0 +1,51 @@
+"""The embedded PostgreSQL: start, restart with data kept, clear errors for bad folders."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from config import database
+
+
+@pytest.fixture
+def data_dir():
+    base = Path(settings.BASE_DIR) / "var"
+    base.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="embedded-test-", dir=base) as tmp:
+        yield Path(tmp) / "pg"
+
+
+def test_the_server_starts_keeps_data_across_a_restart_and_has_pgvector(data_dir):
+    host = database.ensure_server(data_dir)
+    database.ensure_database(host, "probe")
+    with psycopg.connect(host=host, user="postgres", dbname="probe", autocommit=True) as c:
+        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        c.execute("CREATE TABLE kept (v vector(3))")
+        c.execute("INSERT INTO kept VALUES ('[1,2,3]')")
+    database.stop_server(data_dir)
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(host=host, user="postgres", dbname="probe", connect_timeout=2)
+    host = database.ensure_server(data_dir)
+    with psycopg.connect(host=host, user="postgres", dbname="probe") as c:
+        assert c.execute("SELECT v::text FROM kept").fetchone() == ("[1,2,3]",)
+    database.stop_server(data_dir)
+
+
+def test_a_file_in_place_of_the_data_folder_is_a_clear_error(data_dir):
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.write_text("not a folder")
+    with pytest.raises(ImproperlyConfigured, match="is not a folder"):
+        database.ensure_server(data_dir)
+
+
+def test_a_non_empty_foreign_folder_is_a_clear_error(data_dir):
+    data_dir.mkdir(parents=True)
+    (data_dir / "holiday.jpg").write_text("x")
+    with pytest.raises(ImproperlyConfigured, match="not a PostgreSQL data folder"):
+        database.ensure_server(data_dir)
