@@ -11,5 +11,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/", include("memory.api.urls")),
+    path("api/v1/", include("recall.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
 ]

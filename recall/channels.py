@@ -1,0 +1,276 @@
+"""Retrieval channels: the only module with vector and full-text SQL.
+
+Every query starts from :func:`recall.scope.eligibility_sql`, so visibility, status and
+the request's filters are enforced inside the database, before ranking, for every
+channel. Each function returns 1-based ranked :class:`ChannelHit` lists.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.db import connection
+
+from recall.pipeline.types import ChannelHit
+from recall.scope import Scope, eligibility_sql
+
+_TERM = re.compile(r"[a-z0-9]+")
+MAX_TERMS = 32
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def set_vector_search_params(*, ef_search: int = 100) -> None:
+    """Per transaction: filtered HNSW scans keep going until they find k rows."""
+    with connection.cursor() as c:
+        c.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
+        c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+
+
+def vector_channel(
+    scope: Scope, query_vector: np.ndarray, *, k: int, channel: str = "vector",
+    min_score: float | None = None,
+) -> list[ChannelHit]:
+    """Nearest rows by cosine similarity (pgvector HNSW), within the scope."""
+    where, params = eligibility_sql(scope)
+    vec = "[" + ",".join(f"{x:.6f}" for x in query_vector.tolist()) + "]"
+    sql = (
+        "SELECT id, score FROM ("
+        f"  SELECT m.id, 1 - (m.embedding <=> %s::vector) AS score FROM memory_memory m"
+        f"  WHERE {where} AND m.embedding IS NOT NULL"
+        "   ORDER BY m.embedding <=> %s::vector LIMIT %s"
+        ") ranked ORDER BY score DESC, id"
+    )
+    with connection.cursor() as c:
+        c.execute(sql, [vec, *params, vec, k])
+        rows = c.fetchall()
+    if min_score is not None:
+        rows = [r for r in rows if r[1] >= min_score]
+    return [ChannelHit(channel, mid, i, float(score)) for i, (mid, score) in enumerate(rows, 1)]
+
+
+def query_terms(keywords: Sequence[str]) -> list[str]:
+    """Safe lowercase terms for tsquery building (letters and digits only)."""
+    terms: list[str] = []
+    for word in keywords:
+        for term in _TERM.findall(word.lower()):
+            if term not in terms:
+                terms.append(term)
+    return terms[:MAX_TERMS]
+
+
+def lexical_channel(
+    scope: Scope, keywords: Sequence[str], *, k: int, channel: str = "lexical",
+    candidate_cap: int = 5000,
+) -> list[ChannelHit]:
+    """Full-text search with OR semantics and BM25-style, IDF-aware ranking.
+
+    Candidates are rows matching any query term (GIN index on the generated tsvector).
+    Each matched term adds ``idf * saturation(length)``; IDF is computed over the
+    eligible rows, so a rare matching word outranks a common one. A term matched only
+    in the retrieval context (weight B) counts half.
+    """
+    terms = query_terms(keywords)
+    if not terms:
+        return []
+    where, params = eligibility_sql(scope)
+    sql = f"""
+    WITH terms AS (
+        SELECT t, to_tsquery('english', t) AS q, to_tsquery('english', t || ':A') AS qa
+        FROM unnest(%s::text[]) AS t
+    ), live AS (
+        SELECT * FROM terms WHERE numnode(q) > 0
+    ), cand AS MATERIALIZED (
+        SELECT m.id, m.search, GREATEST(length(m.search), 1) AS len
+        FROM memory_memory m
+        WHERE {where} AND m.search @@ (SELECT to_tsquery('english', string_agg(t, ' | '))
+                                         FROM live)
+        LIMIT %s
+    ), df AS (
+        SELECT live.t, live.q, live.qa, count(cand.id) AS df
+        FROM live LEFT JOIN cand ON cand.search @@ live.q
+        GROUP BY live.t, live.q, live.qa
+    ), stats AS (
+        SELECT GREATEST(avg(len), 1) AS avglen, count(*) AS n FROM cand
+    )
+    SELECT cand.id,
+           sum(ln(1 + (GREATEST(stats.n, %s) - df.df + 0.5) / (df.df + 0.5))
+               * (CASE WHEN cand.search @@ df.qa THEN 1.0 ELSE 0.5 END)
+               * ({BM25_K1} + 1) / (1 + {BM25_K1} * (1 - {BM25_B}
+                                      + {BM25_B} * cand.len / stats.avglen))) AS score,
+           count(*) AS matched
+    FROM cand JOIN df ON cand.search @@ df.q CROSS JOIN stats
+    GROUP BY cand.id
+    ORDER BY score DESC, cand.id
+    LIMIT %s
+    """
+    population = _population(scope)
+    with connection.cursor() as c:
+        c.execute(sql, [terms, *params, candidate_cap, population, k])
+        rows = c.fetchall()
+    return [
+        ChannelHit(channel, mid, i, float(score), {"matched_terms": int(matched)})
+        for i, (mid, score, matched) in enumerate(rows, 1)
+    ]
+
+
+def _population(scope: Scope) -> int:
+    """Number of eligible rows (the N of IDF), counted up to a cap."""
+    where, params = eligibility_sql(scope)
+    with connection.cursor() as c:
+        c.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM memory_memory m WHERE {where} "
+            "LIMIT 200000) s",
+            params,
+        )
+        return int(c.fetchone()[0])
+
+
+def temporal_channel(
+    scope: Scope, query_vector: np.ndarray | None, window: Any, *, k: int,
+    channel: str = "temporal",
+) -> list[ChannelHit]:
+    """Rows that happened inside the query's time window, most similar first."""
+    from dataclasses import replace
+
+    start, end = window.start, window.end
+    lo = max(start, scope.occurred_after) if scope.occurred_after else start
+    hi = min(end, scope.occurred_before) if scope.occurred_before else end
+    windowed = replace(scope, occurred_after=lo, occurred_before=hi)
+    if query_vector is not None:
+        hits = vector_channel(windowed, query_vector, k=k, channel=channel)
+        return [ChannelHit(channel, h.memory_id, h.rank, h.score, {"window": True})
+                for h in hits]
+    where, params = eligibility_sql(windowed)
+    with connection.cursor() as c:
+        c.execute(
+            f"SELECT m.id FROM memory_memory m WHERE {where} "
+            "ORDER BY m.occurred_at DESC, m.id LIMIT %s",
+            [*params, k],
+        )
+        rows = c.fetchall()
+    return [ChannelHit(channel, r[0], i, 1.0, {"window": True}) for i, r in enumerate(rows, 1)]
+
+
+def find_entities(scope: Scope, names: Sequence[str]) -> dict[str, int]:
+    """Entity ids (org-scoped, not merged away) for normalised query entity names."""
+    normalised = [re.sub(r"\s+", " ", n.strip().lower()) for n in names if n.strip()]
+    if not normalised:
+        return {}
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT e.normalized_name, COALESCE(e.merged_into_id, e.id) FROM memory_entity e "
+            "WHERE e.org_id = %s AND (e.normalized_name = ANY(%s) OR e.aliases && %s::varchar[])",
+            [scope.principal.org_id, normalised, normalised],
+        )
+        return {name: eid for name, eid in c.fetchall()}
+
+
+def unstable_entities(entity_ids: Sequence[int]) -> list[int]:
+    if not entity_ids:
+        return []
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT id FROM memory_entity WHERE id = ANY(%s) AND unstable", [list(entity_ids)]
+        )
+        return [r[0] for r in c.fetchall()]
+
+
+def graph_edges(
+    scope: Scope, seed_entities: Sequence[int], *, fanout: int, max_edges: int,
+) -> list[tuple[str, str, float]]:
+    """Entity-memory and entity-relationship edges around the seeds (two hops, bounded).
+
+    Memories are reached only through eligible (visible, current) rows, so no path in
+    an explanation can lead through a row the principal may not see. Hub entities count
+    less: an edge weighs 1/log(2 + mentions).
+    """
+    if not seed_entities:
+        return []
+    where, params = eligibility_sql(scope)
+    sql = f"""
+    WITH hop1 AS (
+        SELECT mm.entity_id, mm.memory_id FROM memory_entity_seed s
+        CROSS JOIN LATERAL (
+            SELECT x.entity_id, x.memory_id FROM memory_mention x
+            JOIN memory_memory m ON m.id = x.memory_id
+            WHERE x.entity_id = s.id AND {where}
+            ORDER BY m.occurred_at DESC NULLS LAST, m.id DESC LIMIT %s
+        ) mm
+    ), hop2 AS (
+        SELECT x.entity_id, x.memory_id FROM memory_mention x
+        WHERE x.memory_id IN (SELECT memory_id FROM hop1)
+    )
+    SELECT DISTINCT e.id, h.memory_id, e.mention_count
+    FROM (SELECT * FROM hop1 UNION SELECT * FROM hop2) h
+    JOIN memory_entity e ON e.id = h.entity_id
+    LIMIT %s
+    """
+    sql = sql.replace(
+        "memory_entity_seed s", "(SELECT unnest(%s::bigint[]) AS id) s"
+    )
+    with connection.cursor() as c:
+        c.execute(sql, [list(seed_entities), *params, fanout, max_edges])
+        rows = c.fetchall()
+        edges = [
+            (f"e:{eid}", f"m:{mid}", 1.0 / math.log(2 + (count or 0)))
+            for eid, mid, count in rows
+        ]
+        entity_ids = list({eid for eid, _, _ in rows} | set(seed_entities))
+        vis, vparams = eligibility_sql(scope, "st")
+        c.execute(
+            "SELECT r.subject_id, r.object_entity_id FROM memory_relationship r "
+            "JOIN memory_memory st ON st.id = r.statement_id "
+            f"WHERE r.status = 'active' AND r.object_entity_id IS NOT NULL AND {vis} "
+            "AND (r.subject_id = ANY(%s) OR r.object_entity_id = ANY(%s)) LIMIT %s",
+            [*vparams, entity_ids, entity_ids, max_edges],
+        )
+        edges += [(f"e:{s}", f"e:{o}", 1.0) for s, o in c.fetchall()]
+    return edges
+
+
+def neighbor_ids(memory_ids: Sequence[int], *, radius: int = 1) -> dict[int, list[int]]:
+    """Adjacent turns (same session, seq within ``radius``) of each memory."""
+    if not memory_ids:
+        return {}
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT a.id, b.id FROM memory_memory a JOIN memory_memory b "
+            "ON b.session_id = a.session_id AND b.id <> a.id "
+            "AND b.seq BETWEEN a.seq - %s AND a.seq + %s "
+            "WHERE a.id = ANY(%s) AND a.seq IS NOT NULL",
+            [radius, radius, list(memory_ids)],
+        )
+        out: dict[int, list[int]] = {}
+        for a, b in c.fetchall():
+            out.setdefault(a, []).append(b)
+    return out
+
+
+def filter_eligible(scope: Scope, memory_ids: Sequence[int]) -> set[int]:
+    """The subset of ``memory_ids`` that the scope may return (neighbours, overlays)."""
+    if not memory_ids:
+        return set()
+    where, params = eligibility_sql(scope)
+    with connection.cursor() as c:
+        c.execute(
+            f"SELECT m.id FROM memory_memory m WHERE m.id = ANY(%s) AND {where}",
+            [list(memory_ids), *params],
+        )
+        return {r[0] for r in c.fetchall()}
+
+
+def pending_count(scope: Scope) -> int:
+    """Eligible rows still waiting for an embedding (vector recall cannot see them)."""
+    where, params = eligibility_sql(scope)
+    with connection.cursor() as c:
+        c.execute(
+            f"SELECT count(*) FROM memory_memory m WHERE m.embedding_state <> 'ready' "
+            f"AND {where}",
+            params,
+        )
+        return int(c.fetchone()[0])

@@ -1,0 +1,109 @@
+"""Request and response shapes of ``recall_run`` (plain frozen dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "vector": 1.0,
+    "lexical": 1.0,
+    "temporal": 0.6,
+    "graph": 0.3,
+    "recency": 0.0,
+}
+CHANNELS = tuple(DEFAULT_WEIGHTS)
+MODES = ("cascade", "direct")
+RANK_BY = ("relevance", "balanced", "freshness")
+PHASE1_STRATEGIES = ("merge", "prepend", "none")
+PHASE_TIERS: dict[int, tuple[str, ...]] = {
+    1: ("semantic", "procedural", "topic"),
+    2: ("episodic", "raw"),
+    3: ("raw",),
+}
+PHASE_KINDS: dict[int, tuple[str, ...] | None] = {
+    1: None,
+    2: ("episode", "observation", "message"),
+    3: ("chunk", "artifact"),
+}
+PHASE1_QUOTAS = {"fact": 20, "procedure": 10, "rule": 10, "lesson": 10, "topic": 5,
+                 "digest": 5}
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    query: str
+    budget_tokens: int = 4096
+    limit: int = 15
+    tiers: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    entities: tuple[str, ...] | None = None
+    sessions: tuple[int, ...] | None = None
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    as_of: datetime | None = None
+    known_at: datetime | None = None
+    reference_time: datetime | None = None
+    rank_by: str = "relevance"
+    mode: str = "cascade"
+    weights: dict[str, float] = field(default_factory=dict)
+    strict: bool = False
+    explain: bool = True
+    phase1_strategy: str = "merge"
+    answer_type_boost: float = 1.0
+    variant_styles: tuple[str, ...] = ("keywords",)
+    neighbor_share: float = 0.35
+    record_event: bool = True
+
+
+@dataclass(frozen=True)
+class Degradation:
+    code: str
+    channel: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "channel": self.channel, "message": self.message}
+
+
+class RecallUnavailable(Exception):
+    """``strict`` recall with a degraded channel, or a required part failing."""
+
+    def __init__(self, degradation: Degradation):
+        super().__init__(degradation.message)
+        self.degradation = degradation
+
+
+@dataclass
+class PackedMemory:
+    id: int
+    tier: str
+    kind: str
+    content: str
+    occurred_at: datetime | None
+    session: int | None
+    visibility: str
+    score: float
+    tokens: int
+    phase: int
+    citations: list[dict[str, Any]]
+    explain: dict[str, Any] | None
+    speaker: str = ""
+    external_ref: str = ""
+    untrusted: bool = True
+
+
+@dataclass
+class ContextPack:
+    recall_id: int | None
+    query: str
+    items: list[PackedMemory]
+    omitted: list[dict[str, Any]]
+    total_tokens: int
+    budget_tokens: int
+    phase_reached: int
+    coverage: dict[str, dict[str, Any]]
+    intent: dict[str, Any]
+    degradations: list[dict[str, str]]
+    timings_ms: dict[str, float]
