@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "accounts",
     "memory",
     "recall",
+    "ui",
 ]
 
 MIDDLEWARE = [
@@ -81,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "ui.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -213,6 +215,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memory.tasks.sweep_pending",
         "schedule": float(env_int("MNEMO_SWEEP_INTERVAL_SECONDS", 60)),
     },
+    "refresh-drift-flags": {
+        "task": "memory.tasks.refresh_drift",
+        "schedule": 3600.0,
+    },
 }
 
 # --- Mnemo --------------------------------------------------------------------------
@@ -227,6 +233,21 @@ MNEMO_EMBED_MAX_ATTEMPTS = env_int("MNEMO_EMBED_MAX_ATTEMPTS", 5)
 MNEMO_TOKENIZER = os.environ.get("MNEMO_TOKENIZER", "cl100k_base")
 MNEMO_CROSS_ENCODER = os.environ.get("MNEMO_CROSS_ENCODER", "")
 MNEMO_TRACE_MAX_NODES = env_int("MNEMO_TRACE_MAX_NODES", 200)
+
+# Knowledge tiers (docs/knowledge-tiers.md)
+MNEMO_CONSOLIDATION_ENABLED = env_bool("MNEMO_CONSOLIDATION_ENABLED", True)
+MNEMO_EPISODE_GAP_HOURS = env_int("MNEMO_EPISODE_GAP_HOURS", 4)
+MNEMO_TOPIC_MIN_FACTS = env_int("MNEMO_TOPIC_MIN_FACTS", 3)
+MNEMO_DRIFT_WINDOW_DAYS = env_int("MNEMO_DRIFT_WINDOW_DAYS", 30)
+MNEMO_ENTITY_TRGM_CANDIDATE = float(os.environ.get("MNEMO_ENTITY_TRGM_CANDIDATE", "0.5"))
+MNEMO_ENTITY_TRGM_MERGE = float(os.environ.get("MNEMO_ENTITY_TRGM_MERGE", "0.8"))
+MNEMO_ENTITY_EMBED_MERGE = float(os.environ.get("MNEMO_ENTITY_EMBED_MERGE", "0.85"))
+LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")
+LLM_MODEL = os.environ.get("LLM_MODEL", "")
+LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
+MNEMO_LLM_TIMEOUT_SECONDS = env_int("MNEMO_LLM_TIMEOUT_SECONDS", 30)
+MNEMO_LLM_MAX_RETRIES = env_int("MNEMO_LLM_MAX_RETRIES", 2)
+MNEMO_LLM_BATCH_MESSAGES = env_int("MNEMO_LLM_BATCH_MESSAGES", 40)
 MNEMO_DATASETS_DIR = Path(
     os.environ.get("MNEMO_DATASETS_DIR", BASE_DIR.parent / "shared" / "datasets")
 )

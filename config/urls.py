@@ -13,4 +13,5 @@ urlpatterns = [
     path("api/v1/", include("memory.api.urls")),
     path("api/v1/", include("recall.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("ui.urls")),
 ]

@@ -128,6 +128,15 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
             org_id__in=org_ids, normalized_name__in=tokens, merged_into__isnull=True
         ):
             known[(e.org_id, e.normalized_name)] = e
+    # Names merged into another entity (aliases) link to that entity, not a new one.
+    for e in Entity.objects.filter(
+        org_id__in=org_ids, aliases__overlap=[n for _, n in wanted],
+        merged_into__isnull=True,
+    ):
+        for alias in e.aliases:
+            if (e.org_id, alias) in wanted and (e.org_id, alias) not in known:
+                known[(e.org_id, alias)] = e
+                del wanted[(e.org_id, alias)]
     Entity.objects.bulk_create(
         [
             Entity(org_id=org, name=s.surface, normalized_name=norm, type=s.type)
@@ -174,3 +183,39 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
     for entity_id, n in counts.items():
         Entity.objects.filter(pk=entity_id).update(mention_count=F("mention_count") + n)
     return len(created)
+
+
+def entities_for_names(org_id: int, names: Iterable[tuple[str, str]]) -> dict[str, Entity]:
+    """Get or create the entities named ``(surface, type)``; keyed by normalised name.
+
+    Alias-aware: a name merged into another entity resolves to that entity. A new
+    entity of a specific type upgrades an existing ``thing`` of the same name.
+    """
+    wanted: dict[str, tuple[str, str]] = {}
+    for surface, type_ in names:
+        norm = normalize_name(surface)
+        if norm and (norm not in wanted or wanted[norm][1] == EntityType.THING):
+            wanted[norm] = (surface, type_)
+    if not wanted:
+        return {}
+    found: dict[str, Entity] = {}
+    active = Entity.objects.filter(org_id=org_id, merged_into__isnull=True)
+    for e in active.filter(aliases__overlap=list(wanted)):
+        for alias in e.aliases:
+            if alias in wanted:
+                found[alias] = e
+    missing = [n for n in wanted if n not in found]
+    Entity.objects.bulk_create(
+        [Entity(org_id=org_id, name=wanted[n][0][:200], normalized_name=n[:200],
+                type=wanted[n][1]) for n in missing],
+        ignore_conflicts=True,
+    )
+    upgrade: list[Entity] = []
+    for e in active.filter(normalized_name__in=missing):
+        found[e.normalized_name] = e
+        if e.type == EntityType.THING and wanted[e.normalized_name][1] != EntityType.THING:
+            e.type = wanted[e.normalized_name][1]
+            upgrade.append(e)
+    if upgrade:
+        Entity.objects.bulk_update(upgrade, ["type"])
+    return found

@@ -455,3 +455,88 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.principal}:{self.key}"
+
+
+# --- knowledge tiers (issue 4) ---------------------------------------------------------
+
+
+class ExtractorChoice(models.TextChoices):
+    RULES = "rules", "Rule-based (no model service)"
+    LLM = "llm", "LLM (OpenAI-compatible API, falls back to rules)"
+
+
+class KnowledgeSettings(models.Model):
+    """Per-org consolidation choices: which extractor runs, and the LLM token budget."""
+
+    org = models.OneToOneField(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="knowledge_settings"
+    )
+    extractor = models.CharField(
+        max_length=10, choices=ExtractorChoice.choices, default=ExtractorChoice.RULES
+    )
+    llm_monthly_token_budget = models.PositiveIntegerField(
+        default=200_000, help_text="Tokens per calendar month; 0 disables the LLM."
+    )
+    llm_tokens_used = models.PositiveIntegerField(default=0)
+    llm_budget_period = models.CharField(
+        max_length=7, blank=True, default="", help_text="YYYY-MM the usage counts for."
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "knowledge settings"
+
+    def __str__(self) -> str:
+        return f"knowledge settings of org {self.org_id} ({self.extractor})"
+
+
+class RunStatus(models.TextChoices):
+    OK = "ok", "OK"
+    FALLBACK = "fallback", "OK with rule-based fallback"
+    FAILED = "failed", "Failed"
+
+
+class ConsolidationRun(models.Model):
+    """One consolidation pass over a session: what ran, how far, and what went wrong."""
+
+    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.CASCADE, related_name="runs"
+    )
+    extractor = models.CharField(max_length=10, choices=ExtractorChoice.choices)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.OK)
+    cursor_seq = models.BigIntegerField(
+        null=True, blank=True, help_text="Messages up to this seq are consolidated."
+    )
+    stats = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["session", "cursor_seq"], name="run_session_cursor")]
+
+    def __str__(self) -> str:
+        return f"consolidation run {self.pk} ({self.status})"
+
+
+class EntityMerge(models.Model):
+    """``source`` was merged into ``target``; ``moved`` records what to move back on undo."""
+
+    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="merges_out")
+    target = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="merges_in")
+    reason = models.CharField(max_length=100)
+    scores = models.JSONField(default=dict, blank=True)
+    moved = models.JSONField(default=dict, blank=True)
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.CharField(max_length=100, blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"merge {self.source_id} -> {self.target_id}"

@@ -281,6 +281,7 @@ def memory_remember(
                     session=session, content_sha256__in=hashes, status=Status.ACTIVE
                 ).values_list("content_sha256", "id")
             )
+        previous = _last_message(session) if session is not None else None
         rows: list[Memory] = []
         duplicates: list[dict[str, Any]] = []
         replayed: list[int] = []
@@ -303,6 +304,12 @@ def memory_remember(
                 session.next_seq += 1
             if digest in seen:
                 duplicates.append({"index": i, "duplicate_of": seen[digest]})
+            occurred = item.occurred_at or (now if session is not None else None)
+            context = item.context
+            if session is not None and item.kind == "message" and not context:
+                context = message_context(previous, occurred)
+            if item.kind == "message":
+                previous = (item.speaker, item.content)
             rows.append(
                 Memory(
                     org_id=principal.org_id,
@@ -311,13 +318,13 @@ def memory_remember(
                     tier=item.tier,
                     kind=item.kind,
                     content=item.content,
-                    context=item.context,
+                    context=context,
                     role=item.role,
                     speaker=item.speaker,
                     metadata=item.metadata,
                     content_sha256=digest,
                     idempotency_key=item.idempotency_key,
-                    occurred_at=item.occurred_at or (now if session is not None else None),
+                    occurred_at=occurred,
                     valid_from=item.valid_from,
                     valid_to=item.valid_to,
                     recorded_at=now,
@@ -359,6 +366,35 @@ def memory_remember(
             enqueue_embedding([m.pk for m in created])
     existing = list(Memory.objects.filter(pk__in=replayed)) if replayed else []
     return RememberResult(memories=created + existing, duplicates=duplicates, replayed=replayed)
+
+
+CONTEXT_PREVIOUS_CHARS = 300
+
+
+def _last_message(session: Session) -> tuple[str, str] | None:
+    row = (
+        Memory.objects.filter(session=session, kind="message")
+        .order_by("-seq")
+        .values_list("speaker", "content")
+        .first()
+    )
+    return (row[0], row[1]) if row else None
+
+
+def message_context(previous: tuple[str, str] | None, occurred: datetime | None) -> str:
+    """Retrieval context of a message: when it was said and the turn it answers.
+
+    A reply ("Yes, last Tuesday!") is often unfindable on its own words; the turn
+    before it and the date carry what a later question asks about.
+    """
+    parts = []
+    if occurred is not None:
+        parts.append(occurred.strftime("%-d %B %Y"))
+    if previous is not None:
+        speaker, content = previous
+        text = content[:CONTEXT_PREVIOUS_CHARS]
+        parts.append(f"{speaker}: {text}" if speaker else text)
+    return " | ".join(parts)
 
 
 def _check_sources(

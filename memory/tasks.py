@@ -6,6 +6,7 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 
 from memory import services
 
@@ -16,7 +17,9 @@ logger = logging.getLogger(__name__)
 def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
     """Embed rows ``ids``; on failure mark them failed and retry with backoff."""
     try:
-        return services.memory_embed(ids=ids)
+        done = services.memory_embed(ids=ids)
+        enqueue_consolidation(ids)
+        return done
     except Exception as exc:
         services.memory_embed_failed(ids=ids, error=f"{type(exc).__name__}: {exc}")
         if self.request.retries + 1 >= settings.MNEMO_EMBED_MAX_ATTEMPTS:
@@ -33,3 +36,59 @@ def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
 def sweep_pending() -> int:
     """Periodic: re-enqueue rows stuck in pending (broker down, worker crash)."""
     return services.sweep_pending()
+
+
+# --- knowledge tiers (issue 4) --------------------------------------------------
+
+
+def enqueue_consolidation(ids: list[int]) -> None:
+    """After commit: consolidate the sessions of embedded messages, index written facts.
+
+    Only raw rows trigger session consolidation (derived rows never re-trigger it), so
+    embedding what consolidation wrote cannot loop. Off with
+    ``MNEMO_CONSOLIDATION_ENABLED=False``.
+    """
+    if not getattr(settings, "MNEMO_CONSOLIDATION_ENABLED", True):
+        return
+    from memory.consolidation.service import sessions_to_consolidate, written_facts
+
+    sessions = sessions_to_consolidate(ids)
+    facts = written_facts(ids)
+
+    def send() -> None:
+        try:
+            for session_id in sessions:
+                consolidate_session.delay(session_id)
+            if facts:
+                index_facts.delay(facts)
+        except Exception as exc:  # noqa: BLE001 - a broker outage must not fail embedding
+            logger.warning("could not enqueue consolidation (%s); re-run later", exc)
+
+    transaction.on_commit(send)
+
+
+@shared_task(acks_late=True)
+def consolidate_session(
+    session_id: int, full: bool = False
+) -> dict[str, object] | None:
+    """Consolidate one session (incremental unless ``full``); the run's stats."""
+    from memory.consolidation.service import consolidate_session as run_consolidation
+
+    run = run_consolidation(session_id, full=full)
+    return None if run is None else {"run": run.pk, **run.stats}
+
+
+@shared_task(acks_late=True)
+def index_facts(ids: list[int]) -> list[int]:
+    """Relationships and conflict detection for facts written through the API."""
+    from memory.consolidation.service import index_written_facts
+
+    return index_written_facts(ids)
+
+
+@shared_task
+def refresh_drift() -> int:
+    """Periodic: expire ``Entity.unstable`` flags older than the drift window."""
+    from memory.conflicts import refresh_drift_all
+
+    return refresh_drift_all()

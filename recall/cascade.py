@@ -147,14 +147,24 @@ def _phase1_quotas(fused: list[FusedItem]) -> list[FusedItem]:
 
 
 def _adjust(fused: list[FusedItem], scope: Scope, ctx: QueryContext) -> list[FusedItem]:
-    """Stale rows (returned in as_of / known_at views) take the 0.5x penalty."""
-    if scope.as_of is None and scope.known_at is None:
-        return fused
-    from memory.models import Memory
+    """Stale rows (returned in as_of / known_at views) take the 0.5x penalty; when
+    the org's reinforcement weight is above 0, reinforced rows get a boost."""
+    from recall.feedback import reinforcement_multipliers
 
-    stale = set(Memory.objects.filter(pk__in=[f.memory_id for f in fused])
-                .exclude(status="active").values_list("id", flat=True))
-    return apply_adjustments(fused, multipliers={i: {"stale": 0.5} for i in stale})
+    multipliers: dict[int, dict[str, float]] = {}
+    org_id = scope.principal.org_id
+    if fused and org_id is not None:
+        multipliers = reinforcement_multipliers(org_id, [f.memory_id for f in fused])
+    if scope.as_of is not None or scope.known_at is not None:
+        from memory.models import Memory
+
+        stale = set(Memory.objects.filter(pk__in=[f.memory_id for f in fused])
+                    .exclude(status="active").values_list("id", flat=True))
+        for i in stale:
+            multipliers.setdefault(i, {})["stale"] = 0.5
+    if not multipliers:
+        return fused
+    return apply_adjustments(fused, multipliers=multipliers)
 
 
 def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int) -> list[ChannelHit]:

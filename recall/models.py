@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
 from accounts.principals import Principal
+
+MAX_REINFORCEMENT_WEIGHT = 5.0
 
 
 class RecallEventQuerySet(models.QuerySet["RecallEvent"]):
@@ -23,7 +26,9 @@ class RecallEventQuerySet(models.QuerySet["RecallEvent"]):
 class RecallEvent(models.Model):
     """One call of ``recall_run``: parameters, ranked ids, phase, coverage, timings."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
     principal = models.CharField(max_length=100)
     query = models.TextField()
     params = models.JSONField(default=dict)
@@ -40,7 +45,9 @@ class RecallEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["org", "created_at"], name="recall_org_created")]
+        indexes = [
+            models.Index(fields=["org", "created_at"], name="recall_org_created")
+        ]
 
     def __str__(self) -> str:
         return f"recall #{self.pk}: {self.query[:60]}"
@@ -60,18 +67,45 @@ class ReviewStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
 
 
-class Feedback(models.Model):
-    """A verdict on a whole recall or one of its items; reviewed by an operator."""
+class FeedbackQuerySet(models.QuerySet["Feedback"]):
+    def visible_to(self, principal: Principal) -> FeedbackQuerySet:
+        """Feedback on recalls the principal may see (admins: all; others: own)."""
+        events = RecallEvent.objects.visible_to(principal)
+        qs = self.filter(event__in=events)
+        if principal.is_unrestricted:
+            return qs
+        return qs.filter(org_id=principal.org_id)
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
-    event = models.ForeignKey(RecallEvent, on_delete=models.CASCADE, related_name="feedback")
+
+class Feedback(models.Model):
+    """A verdict on a whole recall or one of its items; reviewed by an operator.
+
+    Recording feedback never changes ranking. Only an accepted review does, and only
+    through its action (supersede, retract, mark outdated) or, for ``reinforce``, when
+    the org's :class:`RecallConfig` turns the reinforcement weight on.
+    """
+
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
+    event = models.ForeignKey(
+        RecallEvent, on_delete=models.CASCADE, related_name="feedback"
+    )
     memory = models.ForeignKey(
-        "memory.Memory", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "memory.Memory",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     verdict = models.CharField(max_length=12, choices=Verdict.choices)
     comment = models.TextField(blank=True, default="")
     expected_memory = models.ForeignKey(
-        "memory.Memory", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "memory.Memory",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     author = models.CharField(max_length=100)
     review_status = models.CharField(
@@ -85,9 +119,68 @@ class Feedback(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     reviewed_at = models.DateTimeField(null=True, blank=True)
 
+    objects = FeedbackQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["org", "review_status"], name="feedback_org_status")]
+        indexes = [
+            models.Index(fields=["org", "review_status"], name="feedback_org_status")
+        ]
 
     def __str__(self) -> str:
         return f"{self.verdict} on recall {self.event_id}"
+
+
+class RecallConfig(models.Model):
+    """Per-org recall knobs kept in the database (an org without a row uses defaults).
+
+    ``reinforcement_weight`` 0 (the default) means feedback and outcomes never touch
+    ranking; above 0, rows with accepted reinforcements or successful outcomes get a
+    ``1 + weight * ln(1 + count)`` multiplier (see ``recall.feedback``).
+    """
+
+    org = models.OneToOneField(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="recall_config"
+    )
+    reinforcement_weight = models.FloatField(
+        default=0.0,
+        validators=[
+            MinValueValidator(0.0),
+            MaxValueValidator(MAX_REINFORCEMENT_WEIGHT),
+        ],
+        help_text="0 turns reinforcement off; 0.5 gives a row with one accepted "
+        "reinforcement a 1.35x boost.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(reinforcement_weight__gte=0.0)
+                & models.Q(reinforcement_weight__lte=MAX_REINFORCEMENT_WEIGHT),
+                name="recall_config_weight_range",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"recall config of org {self.org_id}"
+
+
+class AgentRecallSettings(models.Model):
+    """Per-agent opt-ins of the feedback loop (an agent without a row has none)."""
+
+    agent = models.OneToOneField(
+        "accounts.Agent", on_delete=models.CASCADE, related_name="recall_settings"
+    )
+    record_outcomes = models.BooleanField(
+        default=False,
+        help_text="Allow POST /recall/{id}/outcome to store this agent's answers and "
+        "their outcomes as episode memories.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "agent recall settings"
+
+    def __str__(self) -> str:
+        return f"recall settings of agent {self.agent_id}"

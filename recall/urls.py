@@ -8,3 +8,14 @@ urlpatterns = [
     path("similar", api.SimilarView.as_view(), name="api-similar"),
     path("memories/<int:memory_id>/trace", api.TraceView.as_view(), name="api-memory-trace"),
 ]
+
+from recall import feedback_api  # noqa: E402 - appended with the feedback loop
+
+urlpatterns += [
+    path("recall/<int:recall_id>/feedback", feedback_api.FeedbackView.as_view(),
+         name="api-recall-feedback"),
+    path("recall/<int:recall_id>/outcome", feedback_api.OutcomeView.as_view(),
+         name="api-recall-outcome"),
+    path("feedback/export", feedback_api.FeedbackExportView.as_view(),
+         name="api-feedback-export"),
+]

@@ -23,3 +23,20 @@ urlpatterns = [
         name="api-memory-retract",
     ),
 ]
+
+# Knowledge tiers (issue 4): conflicts.
+from memory.api import conflicts as conflict_views  # noqa: E402
+
+urlpatterns += [
+    path("conflicts", conflict_views.ConflictList.as_view(), name="api-conflicts"),
+    path(
+        "conflicts/<int:conflict_id>",
+        conflict_views.ConflictDetail.as_view(),
+        name="api-conflict",
+    ),
+    path(
+        "conflicts/<int:conflict_id>/resolve",
+        conflict_views.ConflictResolve.as_view(),
+        name="api-conflict-resolve",
+    ),
+]

@@ -212,7 +212,7 @@ def test_memory_filters_by_tier_kind_session_time_and_entity(
     assert get(tier="procedural") == ["Always test"]
     assert get(kind="message", session=session_id) == ["Bob stayed home", "Ann flew to Kyoto"]
     assert get(occurred_after="2023-02-01T00:00:00Z", kind="message") == ["Bob stayed home"]
-    assert get(entity="kyoto") == ["Ann flew to Kyoto"]
+    assert get(entity="kyoto", kind="message") == ["Ann flew to Kyoto"]
     r = agent.get("/api/v1/memories", {"occurred_after": "yesterday-ish"})
     assert r.status_code == 400 and r.json()["field"] == "occurred_after"
 

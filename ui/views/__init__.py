@@ -1,0 +1,1 @@
+"""Operator console views: thin functions that parse input, call a selector, render."""
