@@ -28,6 +28,9 @@ from recall.scope import Scope
 from recall.types import PHASE1_QUOTAS, PHASE_KINDS, PHASE_TIERS, Degradation, RecallRequest
 
 PHASE_GATES = {1: 0.75, 2: 0.65}
+# Phase-1 rows (facts, procedures, topics) join the pack only when their meaning is close
+# to the query: RRF ranks of a small phase-1 pool are not comparable with phase 2.
+PHASE1_MIN_SCORE = 0.5
 GRAPH_TIME_BUDGET_MS = 150.0
 GRAPH_FANOUT = 200
 GRAPH_MAX_EDGES = 5000
@@ -83,7 +86,7 @@ def run_phase(
             rankings[name] = hits
 
     if w.get("vector", 0) > 0 and qvec is not None:
-        min_score = 0.2 if phase == 1 else None
+        min_score = PHASE1_MIN_SCORE if phase == 1 else None
         add("vector", state.timed(f"p{phase}.vector", lambda: channels.vector_channel(
             scope, qvec, k=k if phase != 1 else 40, min_score=min_score)))
     if w.get("lexical", 0) > 0:
@@ -100,8 +103,10 @@ def run_phase(
     if phase != 1 and intent.window is not None and w.get("temporal", 0) > 0:
         add("temporal", state.timed(f"p{phase}.temporal", lambda: channels.temporal_channel(
             scope, qvec, intent.window, k=k)))
-    if phase != 1 and ctx.entity_ids and w.get("graph", 0) > 0:
-        add("graph", state.timed(f"p{phase}.graph", lambda: _graph(scope, ctx, state, k)))
+    if phase != 1 and ctx.entity_ids and w.get("graph", 0) > 0 and rankings:
+        pool = {h.memory_id for hits in rankings.values() for h in hits}
+        add("graph", state.timed(f"p{phase}.graph", lambda: _graph(scope, ctx, state, k,
+                                                                    pool)))
     if w.get("recency", 0) > 0 and rankings:
         pool = {h.memory_id for hits in rankings.values() for h in hits}
         times = channels_occurred(pool)
@@ -113,6 +118,9 @@ def run_phase(
         for h in hits:
             state.hits.setdefault(h.memory_id, {})[name] = h
     if phase == 1:
+        if qvec is not None and w.get("vector", 0) > 0:
+            vector_ok = {h.memory_id for h in rankings.get("vector", [])}
+            fused = [f for f in fused if f.memory_id in vector_ok]
         fused = _phase1_quotas(fused)
     if phase == 2 and req.neighbor_share > 0 and fused:
         top = [f.memory_id for f in fused[: 2 * k]]
@@ -167,8 +175,14 @@ def _adjust(fused: list[FusedItem], scope: Scope, ctx: QueryContext) -> list[Fus
     return apply_adjustments(fused, multipliers=multipliers)
 
 
-def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int) -> list[ChannelHit]:
-    """Personalised PageRank from the query entities; degrades when over budget."""
+def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int,
+           pool: set[int]) -> list[ChannelHit]:
+    """Personalised PageRank from the query entities, over the other channels' pool.
+
+    The graph re-ranks candidates the text channels found (it does not add rows of its
+    own: on conversational data an entity touches hundreds of turns, and ranking those
+    by graph mass alone is noise). Degrades when over its time or fan-out budget.
+    """
     started = time.perf_counter()
     seeds = sorted(set(ctx.entity_ids.values()))
     edges = channels.graph_edges(scope, seeds, fanout=GRAPH_FANOUT, max_edges=GRAPH_MAX_EDGES)
@@ -184,7 +198,8 @@ def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int) -> list
     scores = personalized_pagerank(edges, seed_nodes, damping=0.85, max_iter=30,
                                    max_fanout=50)
     ranked = sorted(
-        ((node, s) for node, s in scores.items() if node.startswith("m:")),
+        ((node, s) for node, s in scores.items()
+         if node.startswith("m:") and int(node[2:]) in pool),
         key=lambda pair: (-pair[1], int(pair[0][2:])),
     )[:k]
     paths = best_paths(edges, seed_nodes, [n for n, _ in ranked], max_depth=3)

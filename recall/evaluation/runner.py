@@ -31,6 +31,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "lexical_only": {"weights": {"vector": 0.0, "temporal": 0.0, "graph": 0.0}},
     "vector_only": {"weights": {"lexical": 0.0, "graph": 0.0, "temporal": 0.0}},
     "no_graph": {"weights": {"graph": 0.0}},
+    "graph_on": {"weights": {"graph": 0.3}},
     "no_temporal": {"weights": {"temporal": 0.0}},
     "no_neighbors": {"neighbor_share": 0.0},
     "direct": {"mode": "direct"},
@@ -144,6 +145,19 @@ def drop_orgs(orgs: Sequence[Organization]) -> None:
                   [ids])
         c.execute("DELETE FROM memory_memory WHERE org_id = ANY(%s)", [ids])
     Organization.objects.filter(pk__in=ids).delete()
+
+
+def consolidate_all(orgs: Sequence[Organization], *, log: Callable[[str], None]) -> float:
+    """Run the knowledge-tier consolidation over every session (seconds taken)."""
+    from memory.consolidation.service import consolidate_session
+    from memory.models import Session
+
+    started = time.perf_counter()
+    for session_id in Session.objects.filter(org__in=orgs).order_by("id").values_list(
+        "id", flat=True
+    ):
+        consolidate_session(session_id, full=True)
+    return time.perf_counter() - started
 
 
 def new_run_id() -> str:

@@ -102,7 +102,8 @@ def test_no_channel_and_no_field_ever_leaks_rows_the_persona_may_not_see(
     forbidden_text = {stocked["secrets"][n].content for n in forbidden}
     for query in ["Caroline pottery secret", "pottery diary", "globex confidential",
                   "What did Caroline do last week?"]:
-        r = recall(client, query=query, mode=mode, entities=["Caroline"])
+        r = recall(client, query=query, mode=mode, entities=["Caroline"],
+                   weights={"graph": 0.5, "temporal": 1.0, "recency": 0.5})
         assert r.status_code == 200, r.content
         dump = json.dumps(r.json())
         for text in forbidden_text:

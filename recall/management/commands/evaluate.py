@@ -34,6 +34,9 @@ class Command(BaseCommand):
                             help="also run this ablation (repeatable)")
         parser.add_argument("--k", type=int, default=50, help="recall limit per question")
         parser.add_argument("--keep", action="store_true", help="keep the evaluation orgs")
+        parser.add_argument("--consolidate", action="store_true",
+                            help="also build the knowledge tiers (observations, facts, "
+                                 "episodes, topics) before recalling")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         bench = opts["benchmark"]
@@ -61,12 +64,19 @@ class Command(BaseCommand):
         try:
             rows, embed_s = runner.embed_all(orgs, log=log)
             log(f"embedded {rows} rows in {embed_s:.1f}s ({rows / max(embed_s, 1e-9):.0f}/s)")
+            consolidate_s = None
+            if opts["consolidate"]:
+                consolidate_s = runner.consolidate_all(orgs, log=log)
+                derived, derived_s = runner.embed_all(orgs, log=log)
+                log(f"consolidated in {consolidate_s:.1f}s ({turns / consolidate_s:.0f} "
+                    f"messages/s); embedded {derived} derived rows in {derived_s:.1f}s")
             by_conv: dict[str, list[Any]] = {}
             for conv, q in selected:
                 by_conv.setdefault(conv.conversation_id, []).append(q)
             output: dict[str, Any] = {"benchmark": bench, "data": str(path), "k": opts["k"],
                                       "turns": turns, "ingest_seconds": round(ingest_s, 2),
-                                      "embed_seconds": round(embed_s, 2), "runs": {}}
+                                      "embed_seconds": round(embed_s, 2),
+                                      "consolidate_seconds": consolidate_s, "runs": {}}
             for ablation in ["full", *[a for a in opts["ablation"] if a != "full"]]:
                 t1 = time.perf_counter()
                 results = []
