@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.models import Agent, Organization
@@ -35,6 +36,11 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "no_temporal": {"weights": {"temporal": 0.0}},
     "no_neighbors": {"neighbor_share": 0.0},
     "direct": {"mode": "direct"},
+    "no_gate": {"min_relevance": 0.0},
+    "budget_low": {"budget_level": "low"},
+    "budget_high": {"budget_level": "high"},
+    "budget_high_no_graph": {"budget_level": "high", "weights": {"graph": 0.0}},
+    "budget_high_graph_0.1": {"budget_level": "high", "weights": {"graph": 0.1}},
 }
 
 
@@ -46,23 +52,33 @@ class Ingested:
     turns: int
 
 
-def ingest(conv: BenchConversation, *, run_id: str, key_turns_only: bool,
-           log: Callable[[str], None]) -> Ingested:
+def ingest(
+    conv: BenchConversation,
+    *,
+    run_id: str,
+    key_turns_only: bool,
+    log: Callable[[str], None],
+) -> Ingested:
     """Write one conversation into a fresh org through the write services."""
     org = Organization.objects.create(
-        name=f"eval {conv.conversation_id}", slug=f"eval-{run_id}-{conv.conversation_id}"[:80]
+        name=f"eval {conv.conversation_id}",
+        slug=f"eval-{run_id}-{conv.conversation_id}"[:80],
     )
     agent = Agent.objects.create(org=org, name="evaluator", default_visibility="org")
     principal = Principal.for_agent(agent)
     count = 0
     for bench_session in conv.sessions:
         session = services.session_create(
-            principal=principal, external_id=bench_session.session_id,
-            started_at=bench_session.started_at, visibility="org",
+            principal=principal,
+            external_id=bench_session.session_id,
+            started_at=bench_session.started_at,
+            visibility="org",
         )
         items = [
             services.MemoryInput(
-                content=t.text, speaker=t.speaker, role=t.role or "user",
+                content=t.text,
+                speaker=t.speaker,
+                role=t.role or "user",
                 occurred_at=bench_session.started_at + timedelta(seconds=t.index),
                 external_ref=t.turn_id,
             )
@@ -71,36 +87,77 @@ def ingest(conv: BenchConversation, *, run_id: str, key_turns_only: bool,
         ]
         for start in range(0, len(items), 500):
             with transaction.atomic():
-                services.memory_remember(principal=principal, items=items[start:start + 500],
-                                         session=session, field_prefix="messages",
-                                         enqueue=False)
+                services.memory_remember(
+                    principal=principal,
+                    items=items[start : start + 500],
+                    session=session,
+                    field_prefix="messages",
+                    enqueue=False,
+                )
         count += len(items)
     return Ingested(conv, org, principal, count)
 
 
-def embed_all(orgs: Sequence[Organization], *, batch: int = 256,
-              log: Callable[[str], None]) -> tuple[int, float]:
-    """Embed every pending row of ``orgs`` with the worker's service; (rows, seconds)."""
+def split_text(text: str, max_bytes: int) -> list[str]:
+    """Split an over-long turn into pieces under the write limit (same turn id each).
+
+    The write API rejects content over ``MNEMO_MAX_CONTENT_BYTES``; an agent would
+    split such a message, and so does the evaluator (at line, then word boundaries).
+    """
+    if len(text.encode()) <= max_bytes:
+        return [text]
+    pieces: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if len(candidate.encode()) > max_bytes and current:
+            pieces.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    return [p.encode()[:max_bytes].decode(errors="ignore") for p in pieces]
+
+
+def embed_all(
+    orgs: Sequence[Organization], *, batch: int = 256, log: Callable[[str], None]
+) -> tuple[int, float]:
+    """Embed every pending row of ``orgs`` with the worker's service.
+
+    Returns (rows, seconds).
+    """
     started = time.perf_counter()
-    ids = list(Memory.objects.filter(org__in=orgs, embedding_state=EmbeddingState.PENDING)
-               .order_by("id").values_list("id", flat=True))
+    ids = list(
+        Memory.objects.filter(org__in=orgs, embedding_state=EmbeddingState.PENDING)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     for start in range(0, len(ids), batch):
-        services.memory_embed(ids=ids[start:start + batch])
+        services.memory_embed(ids=ids[start : start + batch])
         if start and start % (batch * 20) == 0:
             log(f"  embedded {start}/{len(ids)}")
     return len(ids), time.perf_counter() - started
 
 
 def run_questions(
-    ingested: Ingested, questions: Sequence[BenchQuestion], *, ablation: str, k: int,
+    ingested: Ingested,
+    questions: Sequence[BenchQuestion],
+    *,
+    ablation: str,
+    k: int,
 ) -> list[QuestionResult]:
     """Recall every question and map packed items (and citations) to turn ids."""
     options = ABLATIONS[ablation]
     results = []
     for q in questions:
         request = RecallRequest(
-            query=q.text, limit=k, budget_tokens=32768, reference_time=q.question_date,
-            record_event=False, explain=False,
+            query=q.text,
+            limit=k,
+            budget_tokens=32768,
+            reference_time=q.question_date,
+            record_event=False,
+            explain=False,
         )
         request = replace(request, **options)  # type: ignore[arg-type]
         started = time.perf_counter()
@@ -115,10 +172,16 @@ def run_questions(
         key = ingested.conversation.key_turn_ids
         if key:
             ranked = [r for r in ranked if r in key]
-        results.append(QuestionResult(
-            question_id=q.question_id, category=q.category, ranked_turns=tuple(ranked),
-            gold_turns=q.gold_turns, gold_sessions=q.gold_sessions, latency_ms=latency,
-        ))
+        results.append(
+            QuestionResult(
+                question_id=q.question_id,
+                category=q.category,
+                ranked_turns=tuple(ranked),
+                gold_turns=q.gold_turns,
+                gold_sessions=q.gold_sessions,
+                latency_ms=latency,
+            )
+        )
     return results
 
 
@@ -128,33 +191,54 @@ def drop_orgs(orgs: Sequence[Organization]) -> None:
     if not ids:
         return
     with transaction.atomic(), connection.cursor() as c:
-        c.execute("DELETE FROM memory_memory_derived_from WHERE from_memory_id IN "
-                  "(SELECT id FROM memory_memory WHERE org_id = ANY(%s))", [ids])
-        for table in ("memory_mention", "memory_conflictevent", "recall_feedback",
-                      "recall_recallevent", "memory_idempotencyrecord"):
-            column = "conflict_id IN (SELECT id FROM memory_conflict WHERE org_id = ANY(%s))" \
-                if table == "memory_conflictevent" else "org_id = ANY(%s)"
+        c.execute(
+            "DELETE FROM memory_memory_derived_from WHERE from_memory_id IN "
+            "(SELECT id FROM memory_memory WHERE org_id = ANY(%s))",
+            [ids],
+        )
+        for table in (
+            "memory_mention",
+            "memory_conflictevent",
+            "recall_feedback",
+            "recall_recallevent",
+            "memory_idempotencyrecord",
+        ):
+            column = (
+                "conflict_id IN (SELECT id FROM memory_conflict WHERE org_id = ANY(%s))"
+                if table == "memory_conflictevent"
+                else "org_id = ANY(%s)"
+            )
             c.execute(f"DELETE FROM {table} WHERE {column}", [ids])
-        c.execute("DELETE FROM memory_conflictalternative WHERE conflict_id IN "
-                  "(SELECT id FROM memory_conflict WHERE org_id = ANY(%s))", [ids])
-        c.execute("DELETE FROM memory_relationship_evidence WHERE relationship_id IN "
-                  "(SELECT id FROM memory_relationship WHERE org_id = ANY(%s))", [ids])
+        c.execute(
+            "DELETE FROM memory_conflictalternative WHERE conflict_id IN "
+            "(SELECT id FROM memory_conflict WHERE org_id = ANY(%s))",
+            [ids],
+        )
+        c.execute(
+            "DELETE FROM memory_relationship_evidence WHERE relationship_id IN "
+            "(SELECT id FROM memory_relationship WHERE org_id = ANY(%s))",
+            [ids],
+        )
         for table in ("memory_conflict", "memory_relationship"):
             c.execute(f"DELETE FROM {table} WHERE org_id = ANY(%s)", [ids])
-        c.execute("UPDATE memory_memory SET superseded_by_id = NULL WHERE org_id = ANY(%s)",
-                  [ids])
+        c.execute(
+            "UPDATE memory_memory SET superseded_by_id = NULL WHERE org_id = ANY(%s)",
+            [ids],
+        )
         c.execute("DELETE FROM memory_memory WHERE org_id = ANY(%s)", [ids])
     Organization.objects.filter(pk__in=ids).delete()
 
 
-def consolidate_all(orgs: Sequence[Organization], *, log: Callable[[str], None]) -> float:
+def consolidate_all(
+    orgs: Sequence[Organization], *, log: Callable[[str], None]
+) -> float:
     """Run the knowledge-tier consolidation over every session (seconds taken)."""
     from memory.consolidation.service import consolidate_session
     from memory.models import Session
 
     started = time.perf_counter()
-    for session_id in Session.objects.filter(org__in=orgs).order_by("id").values_list(
-        "id", flat=True
+    for session_id in (
+        Session.objects.filter(org__in=orgs).order_by("id").values_list("id", flat=True)
     ):
         consolidate_session(session_id, full=True)
     return time.perf_counter() - started
