@@ -40,7 +40,6 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "budget_low": {"budget_level": "low"},
     "budget_high": {"budget_level": "high"},
     "budget_high_no_graph": {"budget_level": "high", "weights": {"graph": 0.0}},
-    "budget_high_graph_0.1": {"budget_level": "high", "weights": {"graph": 0.1}},
 }
 
 
@@ -76,7 +75,7 @@ def ingest(
         )
         items = [
             services.MemoryInput(
-                content=t.text,
+                content=piece,
                 speaker=t.speaker,
                 role=t.role or "user",
                 occurred_at=bench_session.started_at + timedelta(seconds=t.index),
@@ -84,6 +83,7 @@ def ingest(
             )
             for t in bench_session.turns
             if t.text.strip() and (t.is_key or not key_turns_only)
+            for piece in split_text(t.text, settings.MNEMO_MAX_CONTENT_BYTES)
         ]
         for start in range(0, len(items), 500):
             with transaction.atomic():
