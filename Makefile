@@ -46,3 +46,8 @@ check: lint
 
 clean-db:
 	rm -rf var/pg
+
+# Speed and scale benchmarks (docs/benchmarks.md): a database per size in var/bench-pg,
+# reused by later runs. Not a test: start it by hand; BENCH_ARGS adds options.
+bench: venv
+	$(PY) manage.py bench run --sizes $${BENCH_SIZES:-10k,100k} $(BENCH_ARGS)

@@ -14,6 +14,12 @@ from pathlib import Path
 def pytest_configure(config: object) -> None:
     from django.conf import settings
 
+    from config.db import roles
+
+    # Fixtures create rows of many orgs directly; requests and tasks still run in
+    # their own org scope (accounts/rls.py), and tests/security checks "none".
+    roles.set_default_scope("system", reason="pytest fixtures")
+
     # Password hashing at full strength costs ~0.3 s a user; tests create many.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     db = settings.DATABASES["default"]

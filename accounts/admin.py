@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils import timezone
 
+from accounts import audit
 from accounts.admin_scope import OrgScopedAdmin, admin_org_ids
 from accounts.models import Agent, ApiKey, Membership, Organization, Team, hash_secret
 
@@ -90,5 +91,13 @@ class ApiKeyAdmin(OrgScopedAdmin):
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        keys = list(queryset.filter(revoked_at__isnull=True))
+        now = timezone.now()
+        n = ApiKey.objects.filter(pk__in=[k.pk for k in keys]).update(revoked_at=now)
+        for key in keys:
+            audit.audit_record(
+                org_id=key.org_id, action="apikey.revoke", user=request.user,
+                target=key,
+                before={"revoked_at": None}, after={"revoked_at": now}, request=request,
+            )
         self.message_user(request, f"Revoked {n} key(s).")

@@ -13,6 +13,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
+from accounts import audit
 from accounts.models import ADMIN_ROLES, Membership
 
 
@@ -92,3 +93,66 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if not request.user.is_superuser and self._org_id_of(obj) not in admin_org_ids(request):
             raise PermissionDenied("not an admin of this organization")
         super().save_model(request, obj, form, change)
+        self.audit_save(request, obj, form, change)
+
+    def audit_save(
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
+        """Record who changed what in admin: the changed fields, before and after."""
+        changed = [n for n in getattr(form, "changed_data", []) if n in form.fields]
+        if change and not changed:
+            return
+        fields = [f for f in changed if _is_field(obj, f)]
+        audit.audit_record(
+            org_id=self._org_id_of(obj),
+            action=audit.admin_action(
+                obj._meta.label_lower, adding=not change, changed=fields
+            ),
+            user=request.user,
+            target=obj,
+            before=(
+                {f: audit.jsonable(form.initial.get(f)) for f in fields}
+                if change
+                else None
+            ),
+            after=audit.model_fields(obj, fields),
+            request=request,
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        audit.audit_record(
+            org_id=self._org_id_of(obj), action="admin.delete", user=request.user,
+            target=obj, before={"repr": str(obj)}, request=request,
+        )
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for obj in queryset:
+            audit.audit_record(
+                org_id=self._org_id_of(obj), action="admin.delete", user=request.user,
+                target=obj, before={"repr": str(obj)}, request=request,
+            )
+        super().delete_queryset(request, queryset)
+
+    def save_formset(
+        self, request: HttpRequest, form: Any, formset: Any, change: bool
+    ) -> None:
+        super().save_formset(request, form, formset, change)
+        for obj, changed in getattr(formset, "changed_objects", []):
+            fields = [f for f in changed if _is_field(obj, f)]
+            audit.audit_record(
+                org_id=self._org_id_of(form.instance),
+                action=audit.admin_action(
+                    obj._meta.label_lower, adding=False, changed=fields
+                ),
+                user=request.user, target=obj,
+                after=audit.model_fields(obj, fields), request=request,
+            )
+
+
+def _is_field(obj: Any, name: str) -> bool:
+    try:
+        obj._meta.get_field(name)
+    except Exception:  # noqa: BLE001 - a form-only field
+        return False
+    return True

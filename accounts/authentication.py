@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from accounts import rls
 from accounts.models import ApiKey, hash_secret
 from accounts.principals import Principal
 
@@ -110,5 +111,7 @@ def principal_for_request(request: Any) -> Principal:
         elif hasattr(request, "session"):
             org_id = request.session.get("mnemo_org_id")
         principal = Principal.for_user(user, org_id)
+    # Row-level security: from here on the request's transaction sees only this org.
+    rls.activate_principal(principal)
     request._mnemo_principal = principal
     return principal

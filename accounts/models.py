@@ -139,6 +139,11 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     hashed_secret = models.CharField(max_length=64, editable=False)
     read_only = models.BooleanField(default=False)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Requests per minute for this key; empty = the default "
+        "(MNEMO_RATE_LIMIT_PER_MINUTE).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -175,3 +180,54 @@ class ApiKey(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+
+
+class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    def for_org(self, org_id: int) -> AuditEventQuerySet:
+        return self.filter(org_id=org_id)
+
+
+class AuditEvent(models.Model):
+    """One operator or admin action: who, when, what, before and after. Append-only.
+
+    The application's database role may insert and read these rows, never update or
+    delete them (``config/db/roles.py``); ``save`` refuses to change a stored event.
+    The org is kept without a foreign-key constraint so deleting an org, user or key
+    never deletes its history.
+    """
+
+    org = models.ForeignKey(
+        Organization, null=True, blank=True, on_delete=models.DO_NOTHING,
+        db_constraint=False, related_name="+",
+    )
+    at = models.DateTimeField(default=timezone.now)
+    actor = models.CharField(
+        max_length=100, help_text="user:<id>, agent:<id> or system"
+    )
+    actor_name = models.CharField(max_length=200, blank=True, default="")
+    action = models.CharField(max_length=60)
+    target_type = models.CharField(max_length=60, blank=True, default="")
+    target_id = models.CharField(max_length=60, blank=True, default="")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    note = models.TextField(blank=True, default="")
+    context = models.JSONField(
+        default=dict, blank=True, help_text="path, ip, user agent"
+    )
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["org", "-at"], name="audit_org_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action}"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("audit events are append-only")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
+        raise ValueError("audit events are append-only")

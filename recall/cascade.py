@@ -25,11 +25,17 @@ from recall.pipeline.intent import Intent
 from recall.pipeline.recency import recency_hits
 from recall.pipeline.types import ChannelHit, FusedItem
 from recall.scope import Scope
-from recall.types import PHASE1_QUOTAS, PHASE_KINDS, PHASE_TIERS, Degradation, RecallRequest
+from recall.types import (
+    PHASE1_QUOTAS,
+    PHASE_KINDS,
+    PHASE_TIERS,
+    Degradation,
+    RecallRequest,
+)
 
 PHASE_GATES = {1: 0.75, 2: 0.65}
-# Phase-1 rows (facts, procedures, topics) join the pack only when their meaning is close
-# to the query: RRF ranks of a small phase-1 pool are not comparable with phase 2.
+# Phase-1 rows (facts, procedures, topics) join the pack only when their meaning is
+# close to the query: RRF ranks of a small phase-1 pool are not comparable with phase 2.
 PHASE1_MIN_SCORE = 0.5
 GRAPH_TIME_BUDGET_MS = 150.0
 GRAPH_FANOUT = 200
@@ -54,9 +60,9 @@ class CascadeState:
         try:
             return fn()
         finally:
-            self.timings[name] = self.timings.get(name, 0.0) + (
-                time.perf_counter() - start
-            ) * 1000
+            self.timings[name] = (
+                self.timings.get(name, 0.0) + (time.perf_counter() - start) * 1000
+            )
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,12 @@ class QueryContext:
     now: datetime
 
 
-def _channel_depth(limit: int) -> int:
+def _channel_depth(limit: int, budget_level: str = "mid") -> int:
+    """Candidates per channel: fewer at ``budget_level=low``, more at ``high``."""
+    if budget_level == "low":
+        return max(20, limit)
+    if budget_level == "high":
+        return max(100, 5 * limit)
     return max(50, 3 * limit)
 
 
@@ -77,7 +88,7 @@ def run_phase(
 ) -> list[FusedItem]:
     """Run the channels of one phase and return its fused, adjusted ranking."""
     req, intent, w = ctx.request, ctx.intent, state.weights
-    k = _channel_depth(req.limit)
+    k = _channel_depth(req.limit, req.budget_level)
     rankings: dict[str, list[ChannelHit]] = {}
     qvec = ctx.vectors[0] if ctx.vectors is not None else None
 
@@ -87,33 +98,70 @@ def run_phase(
 
     if w.get("vector", 0) > 0 and qvec is not None:
         min_score = PHASE1_MIN_SCORE if phase == 1 else None
-        add("vector", state.timed(f"p{phase}.vector", lambda: channels.vector_channel(
-            scope, qvec, k=k if phase != 1 else 40, min_score=min_score)))
+        add(
+            "vector",
+            state.timed(
+                f"p{phase}.vector",
+                lambda: channels.vector_channel(
+                    scope, qvec, k=k if phase != 1 else 40, min_score=min_score
+                ),
+            ),
+        )
     if w.get("lexical", 0) > 0:
-        add("lexical", state.timed(f"p{phase}.lexical", lambda: channels.lexical_channel(
-            scope, intent.keywords or (intent.query,), k=k)))
+        add(
+            "lexical",
+            state.timed(
+                f"p{phase}.lexical",
+                lambda: channels.lexical_channel(
+                    scope, intent.keywords or (intent.query,), k=k
+                ),
+            ),
+        )
     if phase == 3 and ctx.vectors is not None and len(ctx.vectors) > 1:
         for i, variant in enumerate(intent.variants, start=1):
             if w.get("vector", 0) > 0 and i < len(ctx.vectors):
-                add(f"vector:v{i}", state.timed(f"p3.vector_v{i}", lambda i=i: channels
-                    .vector_channel(scope, ctx.vectors[i], k=k, channel=f"vector:v{i}")))
+                add(
+                    f"vector:v{i}",
+                    state.timed(
+                        f"p3.vector_v{i}",
+                        lambda i=i: channels.vector_channel(
+                            scope, ctx.vectors[i], k=k, channel=f"vector:v{i}"
+                        ),
+                    ),
+                )
             if w.get("lexical", 0) > 0:
-                add(f"lexical:v{i}", state.timed(f"p3.lexical_v{i}", lambda v=variant, i=i:
-                    channels.lexical_channel(scope, v.split(), k=k, channel=f"lexical:v{i}")))
+                add(
+                    f"lexical:v{i}",
+                    state.timed(
+                        f"p3.lexical_v{i}",
+                        lambda v=variant, i=i: channels.lexical_channel(
+                            scope, v.split(), k=k, channel=f"lexical:v{i}"
+                        ),
+                    ),
+                )
     if phase != 1 and intent.window is not None and w.get("temporal", 0) > 0:
-        add("temporal", state.timed(f"p{phase}.temporal", lambda: channels.temporal_channel(
-            scope, qvec, intent.window, k=k)))
+        add(
+            "temporal",
+            state.timed(
+                f"p{phase}.temporal",
+                lambda: channels.temporal_channel(scope, qvec, intent.window, k=k),
+            ),
+        )
     if phase != 1 and ctx.entity_ids and w.get("graph", 0) > 0 and rankings:
         pool = {h.memory_id for hits in rankings.values() for h in hits}
-        add("graph", state.timed(f"p{phase}.graph", lambda: _graph(scope, ctx, state, k,
-                                                                    pool)))
+        add(
+            "graph",
+            state.timed(f"p{phase}.graph", lambda: _graph(scope, ctx, state, k, pool)),
+        )
     if w.get("recency", 0) > 0 and rankings:
         pool = {h.memory_id for hits in rankings.values() for h in hits}
         times = channels_occurred(pool)
         add("recency", recency_hits(times.items(), now=ctx.now))
 
     weights = {name: w.get(name.split(":")[0], 1.0) for name in rankings}
-    fused = state.timed(f"p{phase}.fusion", lambda: fuse_rrf(rankings, weights, phase=phase))
+    fused = state.timed(
+        f"p{phase}.fusion", lambda: fuse_rrf(rankings, weights, phase=phase)
+    )
     for name, hits in rankings.items():
         for h in hits:
             state.hits.setdefault(h.memory_id, {})[name] = h
@@ -125,10 +173,13 @@ def run_phase(
     if phase == 2 and req.neighbor_share > 0 and fused:
         top = [f.memory_id for f in fused[: 2 * k]]
         neighbors = state.timed("p2.neighbors", lambda: channels.neighbor_ids(top))
-        eligible = channels.filter_eligible(scope, [n for ns in neighbors.values() for n in ns])
+        eligible = channels.filter_eligible(
+            scope, [n for ns in neighbors.values() for n in ns]
+        )
         neighbors = {a: [b for b in bs if b in eligible] for a, bs in neighbors.items()}
-        fused = spread_to_neighbors(fused, neighbors, share=req.neighbor_share,
-                                    max_sources=2 * k)
+        fused = spread_to_neighbors(
+            fused, neighbors, share=req.neighbor_share, max_sources=2 * k
+        )
     return _adjust(fused, scope, ctx)
 
 
@@ -142,8 +193,11 @@ def _phase1_quotas(fused: list[FusedItem]) -> list[FusedItem]:
     """Top-20 facts, 10 procedures, 5 topics (per kind quotas)."""
     from memory.models import Memory
 
-    kinds = dict(Memory.objects.filter(pk__in=[f.memory_id for f in fused])
-                 .values_list("id", "kind"))
+    kinds = dict(
+        Memory.objects.filter(pk__in=[f.memory_id for f in fused]).values_list(
+            "id", "kind"
+        )
+    )
     taken: dict[str, int] = {}
     kept = []
     for item in fused:
@@ -166,8 +220,11 @@ def _adjust(fused: list[FusedItem], scope: Scope, ctx: QueryContext) -> list[Fus
     if scope.as_of is not None or scope.known_at is not None:
         from memory.models import Memory
 
-        stale = set(Memory.objects.filter(pk__in=[f.memory_id for f in fused])
-                    .exclude(status="active").values_list("id", flat=True))
+        stale = set(
+            Memory.objects.filter(pk__in=[f.memory_id for f in fused])
+            .exclude(status="active")
+            .values_list("id", flat=True)
+        )
         for i in stale:
             multipliers.setdefault(i, {})["stale"] = 0.5
     if not multipliers:
@@ -175,8 +232,9 @@ def _adjust(fused: list[FusedItem], scope: Scope, ctx: QueryContext) -> list[Fus
     return apply_adjustments(fused, multipliers=multipliers)
 
 
-def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int,
-           pool: set[int]) -> list[ChannelHit]:
+def _graph(
+    scope: Scope, ctx: QueryContext, state: CascadeState, k: int, pool: set[int]
+) -> list[ChannelHit]:
     """Personalised PageRank from the query entities, over the other channels' pool.
 
     The graph re-ranks candidates the text channels found (it does not add rows of its
@@ -185,21 +243,31 @@ def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int,
     """
     started = time.perf_counter()
     seeds = sorted(set(ctx.entity_ids.values()))
-    edges = channels.graph_edges(scope, seeds, fanout=GRAPH_FANOUT, max_edges=GRAPH_MAX_EDGES)
+    edges = channels.graph_edges(
+        scope, seeds, fanout=GRAPH_FANOUT, max_edges=GRAPH_MAX_EDGES
+    )
     if (time.perf_counter() - started) * 1000 > GRAPH_TIME_BUDGET_MS or len(
         edges
     ) >= GRAPH_MAX_EDGES:
-        state.degradations.append(Degradation(
-            "graph_budget", "graph",
-            f"graph channel over its budget ({len(edges)} edges); partial graph used"))
+        state.degradations.append(
+            Degradation(
+                "graph_budget",
+                "graph",
+                f"graph channel over its budget ({len(edges)} edges); partial graph",
+            )
+        )
     if not edges:
         return []
     seed_nodes = {f"e:{s}": 1.0 for s in seeds}
-    scores = personalized_pagerank(edges, seed_nodes, damping=0.85, max_iter=30,
-                                   max_fanout=50)
+    scores = personalized_pagerank(
+        edges, seed_nodes, damping=0.85, max_iter=30, max_fanout=50
+    )
     ranked = sorted(
-        ((node, s) for node, s in scores.items()
-         if node.startswith("m:") and int(node[2:]) in pool),
+        (
+            (node, s)
+            for node, s in scores.items()
+            if node.startswith("m:") and int(node[2:]) in pool
+        ),
         key=lambda pair: (-pair[1], int(pair[0][2:])),
     )[:k]
     paths = best_paths(edges, seed_nodes, [n for n, _ in ranked], max_depth=3)
@@ -213,8 +281,9 @@ def _graph(scope: Scope, ctx: QueryContext, state: CascadeState, k: int,
     return hits
 
 
-def merge_phase(state: CascadeState, phase_items: list[FusedItem], strategy: str,
-                phase: int) -> None:
+def merge_phase(
+    state: CascadeState, phase_items: list[FusedItem], strategy: str, phase: int
+) -> None:
     for item in phase_items:
         seen = state.items.get(item.memory_id)
         if seen is None or item.score > seen.score:
@@ -224,15 +293,21 @@ def merge_phase(state: CascadeState, phase_items: list[FusedItem], strategy: str
         bump = max((i.score for i in phase_items), default=0.0) + 1.0
         for mid, item in list(state.items.items()):
             if item.phase == 1 and "prepend" not in item.boosts:
-                state.items[mid] = replace(item, score=item.score + bump,
-                                           boosts={**item.boosts, "prepend": 1.0})
+                state.items[mid] = replace(
+                    item,
+                    score=item.score + bump,
+                    boosts={**item.boosts, "prepend": 1.0},
+                )
     if phase > 1 and strategy == "none":
         for mid in [m for m, i in state.items.items() if i.phase == 1]:
             del state.items[mid]
 
 
 def phase_coverage(
-    items: list[FusedItem], ctx: QueryContext, state: CascadeState, texts: dict[int, str],
+    items: list[FusedItem],
+    ctx: QueryContext,
+    state: CascadeState,
+    texts: dict[int, str],
     tiers: dict[int, str],
 ) -> Coverage:
     top = items[: ctx.request.limit]
@@ -248,8 +323,12 @@ def phase_coverage(
     )
 
 
-def run_cascade(base: Scope, ctx: QueryContext, state: CascadeState,
-                describe: Callable[[list[int]], tuple[dict[int, str], dict[int, str]]]) -> None:
+def run_cascade(
+    base: Scope,
+    ctx: QueryContext,
+    state: CascadeState,
+    describe: Callable[[list[int]], tuple[dict[int, str], dict[int, str]]],
+) -> None:
     """Run phases until the coverage gate says the pack is good enough."""
     req = ctx.request
     if req.mode == "direct":
@@ -260,7 +339,10 @@ def run_cascade(base: Scope, ctx: QueryContext, state: CascadeState,
         merge_phase(state, items, "merge", 0)
         state.phase_reached = 0
         return
-    for phase in (1, 2, 3):
+    # low: phases 1-2 only (no broadening, no rerank); high: no early exit, so phase 3
+    # (every variant, and the cross-encoder when configured) always runs.
+    phases = (1, 2) if req.budget_level == "low" else (1, 2, 3)
+    for phase in phases:
         tiers = tuple(t for t in PHASE_TIERS[phase] if not req.tiers or t in req.tiers)
         if not tiers:
             continue
@@ -280,25 +362,35 @@ def run_cascade(base: Scope, ctx: QueryContext, state: CascadeState,
         ranked = sorted(state.items.values(), key=lambda i: (-i.score, i.memory_id))
         texts, tier_of = describe([i.memory_id for i in ranked[: req.limit]])
         cov = phase_coverage(ranked, ctx, state, texts, tier_of)
-        entry: dict[str, Any] = {"value": round(cov.value, 4), "facet": round(cov.facet, 4),
-                                 "mean_score": round(cov.mean_score, 4),
-                                 "diversity": round(cov.diversity, 4), "gate": PHASE_GATES[phase],
-                                 "items": len(ranked)}
+        entry: dict[str, Any] = {
+            "value": round(cov.value, 4),
+            "facet": round(cov.facet, 4),
+            "mean_score": round(cov.mean_score, 4),
+            "diversity": round(cov.diversity, 4),
+            "gate": PHASE_GATES[phase],
+            "items": len(ranked),
+        }
         exit_now = should_exit(cov, len(ranked), threshold=PHASE_GATES[phase])
         if exit_now and phase == 1 and ctx.entity_ids:
             drifting = channels.unstable_entities(list(ctx.entity_ids.values()))
             if drifting:
                 exit_now = False
                 entry["drift_override"] = drifting
+        if exit_now and req.budget_level == "high":
+            exit_now = False
+            entry["exit_skipped"] = "budget_level=high"
         entry["exit"] = exit_now
         state.coverage[f"phase{phase}"] = entry
         if exit_now:
             return
 
 
-def rerank(items: list[FusedItem], ctx: QueryContext, state: CascadeState,
-           describe: Callable[[list[int]], tuple[dict[int, str], dict[int, str]]]
-           ) -> list[FusedItem]:
+def rerank(
+    items: list[FusedItem],
+    ctx: QueryContext,
+    state: CascadeState,
+    describe: Callable[[list[int]], tuple[dict[int, str], dict[int, str]]],
+) -> list[FusedItem]:
     """Optional cross-encoder rerank of phase 3's top-N; failure keeps RRF order."""
     path = settings.MNEMO_CROSS_ENCODER
     if not path:
@@ -309,14 +401,22 @@ def rerank(items: list[FusedItem], ctx: QueryContext, state: CascadeState,
 
         head = items[:top_n]
         texts, _ = describe([i.memory_id for i in head])
-        scores = state.timed("p3.rerank", lambda: cross_encoder_scores(
-            path, ctx.request.query, [texts.get(i.memory_id, "") for i in head]))
-        reranked = [replace(i, score=float(s), boosts={**i.boosts, "rerank": float(s)})
-                    for i, s in zip(head, scores, strict=True)]
+        scores = state.timed(
+            "p3.rerank",
+            lambda: cross_encoder_scores(
+                path, ctx.request.query, [texts.get(i.memory_id, "") for i in head]
+            ),
+        )
+        reranked = [
+            replace(i, score=float(s), boosts={**i.boosts, "rerank": float(s)})
+            for i, s in zip(head, scores, strict=True)
+        ]
         reranked.sort(key=lambda i: (-i.score, i.memory_id))
         floor = min((i.score for i in reranked), default=0.0)
         rest = [replace(i, score=min(i.score, floor - 1e-6)) for i in items[top_n:]]
         return reranked + rest
     except Exception as exc:  # noqa: BLE001 - any reranker failure degrades, never fails
-        state.degradations.append(Degradation("reranker_failed", "rerank", str(exc)[:300]))
+        state.degradations.append(
+            Degradation("reranker_failed", "rerank", str(exc)[:300])
+        )
         return items

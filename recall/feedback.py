@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from accounts.principals import Principal
 from memory import services as memory_services
 from memory.models import Memory
@@ -150,12 +151,24 @@ def _lock_new(principal: Principal, feedback_id: int) -> Feedback:
 def _close(
     feedback: Feedback, *, status: str, result: dict[str, Any], user: Any, note: str
 ) -> Feedback:
+    before = {"review_status": feedback.review_status}
     feedback.review_status = status
     feedback.action = result
     feedback.reviewer = user if getattr(user, "pk", None) else None
     feedback.review_note = note
     feedback.reviewed_at = timezone.now()
     feedback.save(update_fields=_REVIEW_FIELDS)
+    audit_record(
+        org_id=feedback.org_id,
+        action="feedback.review",
+        user=user,
+        target=feedback,
+        actor=str(result.get("reviewed_by") or ""),
+        target_type="recall.feedback",
+        before=before,
+        after={"review_status": status, "action": result},
+        note=note,
+    )
     return feedback
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -107,9 +108,7 @@ class OutcomeView(APIView):
 
 
 class FeedbackExportView(APIView):
-    @extend_schema(
-        responses={200: serializers.DictField()}, operation_id="feedback_export"
-    )
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="feedback_export")
     def get(self, request: Request) -> Response:
         """Accepted feedback of the caller's org as a replayable test set (admins)."""
         principal = principal_for_request(request)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -184,3 +186,54 @@ class AgentRecallSettings(models.Model):
 
     def __str__(self) -> str:
         return f"recall settings of agent {self.agent_id}"
+
+
+# --- recall part two (issue 8): working memory and entity communities -----------------
+
+
+class WorkingState(models.Model):
+    """A session's small key/value working memory, recalled first for that session.
+
+    One row per session; ``state`` is replaced as a whole by ``PUT
+    /api/v1/sessions/{id}/state``. Who may read or write it follows the session's
+    visibility (``memory.services.access_session``).
+    """
+
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
+    session = models.OneToOneField(
+        "memory.Session", on_delete=models.CASCADE, related_name="working_state"
+    )
+    state = models.JSONField(default=dict)
+    updated_by = models.CharField(max_length=100)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"working state of session {self.session_id}"
+
+
+class Community(models.Model):
+    """Entities joined by relationships (label propagation), recomputed per org.
+
+    Holds ids only: recall shows a member relationship only when the principal may
+    see the fact row that states it.
+    """
+
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
+    label = models.BigIntegerField(help_text="The entity id propagation settled on.")
+    entity_ids = ArrayField(models.BigIntegerField(), default=list)
+    relationship_ids = ArrayField(models.BigIntegerField(), default=list)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "communities"
+        indexes = [
+            GinIndex(fields=["entity_ids"], name="community_entity_ids_gin"),
+            models.Index(fields=["org", "label"], name="community_org_label"),
+        ]
+
+    def __str__(self) -> str:
+        return f"community {self.label} ({len(self.entity_ids)} entities)"

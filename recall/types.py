@@ -30,8 +30,18 @@ PHASE_KINDS: dict[int, tuple[str, ...] | None] = {
     2: ("episode", "observation", "message"),
     3: ("chunk", "artifact"),
 }
-PHASE1_QUOTAS = {"fact": 20, "procedure": 10, "rule": 10, "lesson": 10, "topic": 5,
-                 "digest": 5}
+PHASE1_QUOTAS = {
+    "fact": 20,
+    "procedure": 10,
+    "rule": 10,
+    "lesson": 10,
+    "topic": 5,
+    "digest": 5,
+}
+BUDGET_LEVELS = ("low", "mid", "high")
+ALTITUDES = ("auto", "rows", "digests", "root")
+# Which lane brought an item into the pack (``PackedMemory.lane``).
+LANES = ("reference", "rule", "lesson", "fused", "fallback")
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,19 @@ class RecallRequest:
     variant_styles: tuple[str, ...] = ("keywords",)
     neighbor_share: float = 0.15
     record_event: bool = True
+    # Part two (docs/recall-lanes.md): lanes, controls and the honest no-match.
+    session: int | None = None
+    prefer_current_session: bool = False
+    include_rules: bool = True
+    include_lessons: bool = True
+    reference_ids: tuple[int, ...] = ()
+    include_working_memory: bool = True
+    recency_fallback: bool = True
+    budget_level: str = "mid"
+    env_tags: tuple[str, ...] = ()
+    altitude: str = "auto"
+    min_relevance: float | None = None  # None: settings.MNEMO_RECALL_MIN_RELEVANCE
+    communities_budget_tokens: int = 256
 
 
 @dataclass(frozen=True)
@@ -95,6 +118,7 @@ class PackedMemory:
     speaker: str = ""
     external_ref: str = ""
     untrusted: bool = True
+    lane: str = "fused"
 
 
 @dataclass
@@ -110,3 +134,10 @@ class ContextPack:
     intent: dict[str, Any]
     degradations: list[dict[str, str]]
     timings_ms: dict[str, float]
+    no_match: bool = False
+    fallback: bool = False
+    not_found: list[int] = field(default_factory=list)
+    working_memory: dict[str, Any] | None = None
+    communities: list[dict[str, Any]] = field(default_factory=list)
+    suggested_actions: list[dict[str, Any]] = field(default_factory=list)
+    controls: dict[str, Any] = field(default_factory=dict)

@@ -39,3 +39,10 @@ urlpatterns += [
         name="playground_feedback",
     ),
 ]
+
+from ui.views import audit  # noqa: E402 - appended with the audit log
+
+urlpatterns += [
+    path("audit/", audit.audit_list, name="audit_list"),
+    path("audit/export.jsonl", audit.audit_export, name="audit_export"),
+]

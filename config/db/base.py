@@ -13,15 +13,53 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
+from django.db.backends.postgresql import creation as base_creation
 
 from config import database
+from config.db import roles
 
 _checked_vector: set[str] = set()
 
 
+class DatabaseCreation(base_creation.DatabaseCreation):
+    """Test databases are created, migrated and dropped by the table owner."""
+
+    def create_test_db(self, *args: Any, **kwargs: Any) -> str:
+        with roles.owner_mode(self.connection):
+            return super().create_test_db(*args, **kwargs)
+
+    def destroy_test_db(self, *args: Any, **kwargs: Any) -> None:
+        with roles.owner_mode(self.connection):
+            super().destroy_test_db(*args, **kwargs)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    creation_class = DatabaseCreation
+
     def get_connection_params(self) -> dict[str, Any]:
+        params = self._owner_connection_params()
+        role = roles.app_role(self.settings_dict)
+        # The no-database connection (create/drop database) is always the owner's.
+        if role and not roles.is_owner_mode(self) and self.alias != NO_DB_ALIAS:
+            # Serve traffic as the application role: it owns nothing, so row-level
+            # security applies to every statement (see config/db/roles.py).
+            roles.provision(
+                roles.owner_params(params, self.settings_dict), role,
+                roles.app_password(self.settings_dict),
+            )
+            params["user"] = role
+            password = roles.app_password(self.settings_dict)
+            if password:
+                params["password"] = password
+        # The row-level security scope a fresh session starts in (accounts/rls.py).
+        roles.log_default_scope()
+        options = f"{params.get('options', '')} {roles.session_options()}"
+        params["options"] = options.strip()
+        return params
+
+    def _owner_connection_params(self) -> dict[str, Any]:
         embedded_dir = self.settings_dict.get("MNEMO_EMBEDDED_DIR")
         if embedded_dir:
             cleanup = self.settings_dict.get("MNEMO_EMBEDDED_CLEANUP") or "stop"

@@ -11,7 +11,6 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,6 +18,7 @@ from rest_framework.views import APIView
 from accounts.authentication import principal_for_request
 from accounts.principals import Principal
 from memory import conflict_resolution as conflicts
+from memory.api.pagination import Cursor as BaseCursor
 from memory.models import Conflict, ConflictKind, ConflictStatus
 
 
@@ -85,11 +85,8 @@ class ResolveIn(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
 
 
-class Cursor(CursorPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
+class Cursor(BaseCursor):
     max_page_size = 200
-    ordering = "-id"
 
 
 class ConflictFilters(serializers.Serializer):
@@ -101,6 +98,7 @@ class ConflictFilters(serializers.Serializer):
 
 
 class ConflictList(APIView):
+    pagination_class = Cursor  # documents the page shape in the schema
     @extend_schema(
         parameters=[
             OpenApiParameter(

@@ -82,3 +82,23 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response is not None and isinstance(response.data, dict) and "detail" in response.data:
         response.data = {"error": str(response.data["detail"])}
     return response
+
+
+def page_not_found(request: Any, exception: Exception | None = None) -> Any:
+    """``handler404``: JSON under ``/api/``, the HTML page elsewhere."""
+    from django.http import JsonResponse
+    from django.views import defaults
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "not found"}, status=404)
+    return defaults.page_not_found(request, exception)  # type: ignore[arg-type]
+
+
+def server_error(request: Any) -> Any:
+    """``handler500``: JSON under ``/api/`` (never a trace), HTML elsewhere."""
+    from django.http import JsonResponse
+    from django.views import defaults
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "internal error"}, status=500)
+    return defaults.server_error(request)

@@ -1,9 +1,11 @@
 """``Idempotency-Key``: same key + same body replays the first response; another body is 422.
 
-Keys are scoped to the principal (and org). The record is inserted in the same transaction
-as the write it guards, so a concurrent request with the same key waits on the unique
-index until the first commits, then replays it: exactly one write. A request that fails
-(non-2xx) rolls its record back, so the key can be retried.
+Keys are scoped to the principal (and org). A request holds a transaction-scoped
+advisory lock on its key while it runs; a concurrent request with the same key that
+finds the lock taken gets 409 at once (the first is still in flight; retry later), and one that comes
+after the first committed replays its stored response: exactly one write. The record is
+inserted in the same transaction as the write, and a request that fails (non-2xx) rolls
+it back, so the key can be retried.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +26,21 @@ from memory.api.errors import error_response
 from memory.models import IdempotencyRecord
 
 MAX_KEY_LENGTH = 200
+
+
+def lock_key(org_id: int | None, principal: str, key: str) -> int:
+    """The 64-bit advisory-lock id of an idempotency key."""
+    digest = hashlib.sha256(f"{org_id}\x00{principal}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _try_lock(org_id: int | None, principal: str, key: str) -> bool:
+    """Take the key's advisory lock until the transaction ends; False if it is held."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_try_advisory_xact_lock(%s)", [lock_key(org_id, principal, key)]
+        )
+        return bool(cursor.fetchone()[0])
 
 
 def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
@@ -42,16 +59,16 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             request.method.encode() + b" " + request.path.encode() + b"\n" + request.body
         ).hexdigest()
         with transaction.atomic():
-            try:
-                with transaction.atomic():
-                    record = IdempotencyRecord.objects.create(
-                        org_id=principal.org_id, principal=principal.label, key=key,
-                        request_hash=digest,
-                    )
-            except IntegrityError:
-                first = IdempotencyRecord.objects.get(
-                    org_id=principal.org_id, principal=principal.label, key=key
+            if not _try_lock(principal.org_id, principal.label, key):
+                return error_response(
+                    "a request with this Idempotency-Key is still in progress",
+                    status_code=409, field="Idempotency-Key",
+                    headers={"Retry-After": "1"},
                 )
+            first = IdempotencyRecord.objects.filter(
+                org_id=principal.org_id, principal=principal.label, key=key
+            ).first()
+            if first is not None:
                 if first.request_hash != digest:
                     return error_response(
                         "Idempotency-Key was already used with a different request body",
@@ -70,9 +87,22 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             if not 200 <= response.status_code < 300:
                 transaction.set_rollback(True)
                 return response
-            record.status_code = response.status_code
-            record.response = json.loads(JSONRenderer().render(response.data))
-            record.save(update_fields=["status_code", "response"])
+            try:
+                with transaction.atomic():
+                    IdempotencyRecord.objects.create(
+                        org_id=principal.org_id, principal=principal.label, key=key,
+                        request_hash=digest, status_code=response.status_code,
+                        response=json.loads(JSONRenderer().render(response.data)),
+                    )
+            except IntegrityError:
+                # Lock keys are 64-bit hashes; a collision with another key that raced
+                # us here is astronomically rare, and the write must not stand alone.
+                transaction.set_rollback(True)
+                return error_response(
+                    "a request with this Idempotency-Key is still in progress",
+                    status_code=409, field="Idempotency-Key",
+                    headers={"Retry-After": "1"},
+                )
         return response
 
     return wrapper

@@ -21,7 +21,7 @@ class SessionIn(serializers.Serializer):
     )
     started_at = serializers.DateTimeField(required=False, allow_null=True)
     metadata = serializers.DictField(required=False)
-    visibility = serializers.ChoiceField(choices=Visibility.values, required=False)
+    visibility = serializers.ChoiceField(choices=Visibility.choices, required=False)
     team_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
 
@@ -44,7 +44,7 @@ class MessageIn(serializers.Serializer):
     occurred_at = serializers.DateTimeField(required=False, allow_null=True)
     external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
     metadata = serializers.DictField(required=False)
-    visibility = serializers.ChoiceField(choices=Visibility.values, required=False)
+    visibility = serializers.ChoiceField(choices=Visibility.choices, required=False)
     team_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     idempotency_key = serializers.CharField(max_length=200, required=False)
     env_tags = serializers.ListField(
@@ -78,7 +78,7 @@ class MemoryIn(serializers.Serializer):
     speaker = serializers.CharField(max_length=200, required=False, allow_blank=True)
     external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
     metadata = serializers.DictField(required=False)
-    visibility = serializers.ChoiceField(choices=Visibility.values, required=False)
+    visibility = serializers.ChoiceField(choices=Visibility.choices, required=False)
     team_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     derived_from = serializers.ListField(
         child=serializers.IntegerField(min_value=1), required=False, max_length=1000

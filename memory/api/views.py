@@ -9,24 +9,18 @@ from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.audit import audit_record
 from accounts.authentication import principal_for_request
 from memory import services
 from memory.api import serializers as s
 from memory.api.idempotency import idempotent
+from memory.api.pagination import Cursor
 from memory.models import Memory, Session, Status
 from memory.services import MemoryInput, WriteError
-
-
-class Cursor(CursorPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 500
-    ordering = "-id"
 
 
 def parse_items(raw: Any, serializer: type[Any], prefix: str) -> list[MemoryInput]:
@@ -63,6 +57,7 @@ def write_result(result: services.RememberResult, status: int = 201) -> Response
 
 
 class SessionListCreate(APIView):
+    pagination_class = Cursor  # documents the GET page shape in the schema
     @extend_schema(request=s.SessionIn, responses={201: s.SessionOut}, operation_id="sessions_create")
     @idempotent
     def post(self, request: Request) -> Response:
@@ -93,6 +88,7 @@ class SessionDetail(APIView):
 
 
 class SessionMessages(APIView):
+    pagination_class = Cursor
     @extend_schema(request=s.MessagesIn, responses={201: s.WriteResultOut}, operation_id="messages_create")
     @idempotent
     def post(self, request: Request, session_id: int) -> Response:
@@ -164,6 +160,7 @@ def filter_memories(qs: Any, f: dict[str, Any]) -> Any:
 
 
 class MemoryListCreate(APIView):
+    pagination_class = Cursor
     @extend_schema(request=s.MemoriesIn, responses={201: s.WriteResultOut}, operation_id="memories_create")
     @idempotent
     def post(self, request: Request) -> Response:
@@ -216,6 +213,13 @@ class MemorySupersede(APIView):
             principal=principal, memory_id=memory_id, correction=correction,
             reason=d.get("reason", ""),
         )
+        audit_record(
+            org_id=principal.org_id, action="memory.supersede", principal=principal,
+            target=old,
+            before={"status": old.status, "content_sha256": old.content_sha256},
+            after={"superseded_by": new.pk, "content_sha256": new.content_sha256},
+            note=d.get("reason", ""), request=request,
+        )
         return Response(s.MemoryOut(new).data, status=201)
 
 
@@ -225,8 +229,14 @@ class MemoryRetract(APIView):
     def post(self, request: Request, memory_id: int) -> Response:
         ser = s.RetractIn(data=request.data)
         ser.is_valid(raise_exception=True)
+        principal = principal_for_request(request)
         memory = services.memory_retract(
-            principal=principal_for_request(request), memory_id=memory_id,
+            principal=principal, memory_id=memory_id,
             reason=ser.validated_data.get("reason", ""),
+        )
+        audit_record(
+            org_id=principal.org_id, action="memory.retract", principal=principal,
+            target=memory, before={"status": "active"}, after={"status": memory.status},
+            note=ser.validated_data.get("reason", ""), request=request,
         )
         return Response(s.MemoryOut(memory).data)

@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.audit import audit_record
 from memory.services import WriteError
 from recall.feedback import feedback_submit
 from recall.types import RecallUnavailable
@@ -31,6 +32,13 @@ def playground_page(request: HttpRequest) -> HttpResponse:
     status = 200
     if form.is_valid():
         target = playground.resolve_principal(admin, form.cleaned_data["as_principal"])
+        if target.label != admin.label:
+            audit_record(
+                org_id=admin.org_id, action="playground.impersonate", principal=admin,
+                user=request.user, target_type="principal", target_id=target.label,
+                after={"query": form.cleaned_data.get("query", "")[:500]},
+                request=request,
+            )
         try:
             pack = playground.playground_run(
                 admin=admin,

@@ -1,0 +1,177 @@
+"""``manage.py bench run|size|report``: speed and scale benchmarks (docs/benchmarks.md).
+
+``run`` starts one child ``bench size`` per corpus size, each in its own database
+(``mnemo_bench_<size>`` in ``MNEMO_BENCH_DATA_DIR``, default ``var/bench-pg``), so a
+loaded corpus is reused by later runs and never mixes with real data. ``--in-process``
+uses this process's database instead (the smoke test does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from bench import report
+from bench.suite import Options, run_size
+
+
+def _sizes(text: str) -> list[int]:
+    units = {"k": 1_000, "m": 1_000_000}
+    out = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        mult = units.get(part[-1:], 1)
+        out.append(int(float(part[:-1] if mult > 1 else part) * mult))
+    return out
+
+
+class Command(BaseCommand):
+    help = "Speed and scale benchmarks: latency, ingest, load, memory, sizes."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        for name in ("run", "size"):
+            p = sub.add_parser(name)
+            p.add_argument(
+                "--sizes" if name == "run" else "--size",
+                required=name == "size",
+                default="10k,100k",
+                help="corpus size(s), e.g. 1k,10k,100k",
+            )
+            p.add_argument(
+                "--out", default=str(Path(settings.BASE_DIR) / "bench" / "results")
+            )
+            p.add_argument("--queries", type=int, default=200)
+            p.add_argument(
+                "--real-rows",
+                type=int,
+                default=2000,
+                help="rows embedded with the real model; the rest use the fast path",
+            )
+            p.add_argument("--vocabulary", type=int, default=6000)
+            p.add_argument("--load-clients", type=int, default=20)
+            p.add_argument("--load-seconds", type=float, default=60.0)
+            p.add_argument("--ingest-messages", type=int, default=300)
+            p.add_argument("--recall-checks", type=int, default=50)
+            p.add_argument("--web-workers", type=int, default=2)
+            p.add_argument("--ingest-timeout", type=float, default=120.0)
+            p.add_argument("--no-http", action="store_true")
+            p.add_argument("--seed", type=int, default=42)
+            p.add_argument("--label", default="", help="suffix for output file names")
+            p.add_argument(
+                "--in-process",
+                action="store_true",
+                help="use this process's database (no child per size)",
+            )
+        rep = sub.add_parser("report")
+        rep.add_argument("files", nargs="+")
+        rep.add_argument(
+            "--plots", default=str(Path(settings.BASE_DIR) / "bench" / "results")
+        )
+        rep.add_argument("--prefix", default="bench")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["action"] == "report":
+            results = [r for f in opts["files"] for r in _read(Path(f))]
+            self.stdout.write(report.markdown(results))
+            for p in report.plots(results, Path(opts["plots"]), prefix=opts["prefix"]):
+                self.stderr.write(f"plot: {p}")
+            return
+        out = Path(opts["out"])
+        out.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        label = f"-{opts['label']}" if opts["label"] else ""
+        if opts["action"] == "size":
+            call_command("migrate", verbosity=0)
+            result = run_size(
+                _options(opts, int(_sizes(opts["size"])[0])), log=self.stderr.write
+            )
+            path = out / f"bench-{result['size']}{label}-{stamp}.json"
+            path.write_text(json.dumps(result, indent=1, default=str))
+            self.stdout.write(str(path))
+            return
+        results = []
+        for size in _sizes(opts["sizes"]):
+            if opts["in_process"]:
+                results.append(run_size(_options(opts, size), log=self.stderr.write))
+            else:
+                results.append(self._child(size, opts))
+        path = out / f"bench{label}-{stamp}.json"
+        path.write_text(json.dumps(results, indent=1, default=str))
+        self.stdout.write(report.markdown(results))
+        for p in report.plots(results, out, prefix=f"bench{label}"):
+            self.stderr.write(f"plot: {p}")
+        self.stderr.write(f"results: {path}")
+
+    def _child(self, size: int, opts: dict[str, Any]) -> dict[str, Any]:
+        data_dir = os.environ.get(
+            "MNEMO_BENCH_DATA_DIR", str(Path(settings.BASE_DIR) / "var" / "bench-pg")
+        )
+        env = {
+            **os.environ,
+            "MNEMO_DATA_DIR": data_dir,
+            "MNEMO_DB_NAME": f"mnemo_bench_{size}",
+            "MNEMO_LOG_LEVEL": "WARNING",
+        }
+        env.pop("DATABASE_URL", None)
+        argv = [sys.executable, "manage.py", "bench", "size", "--size", str(size)]
+        for flag in (
+            "out",
+            "queries",
+            "real_rows",
+            "vocabulary",
+            "load_clients",
+            "load_seconds",
+            "ingest_messages",
+            "recall_checks",
+            "seed",
+            "label",
+            "web_workers",
+            "ingest_timeout",
+        ):
+            argv += [f"--{flag.replace('_', '-')}", str(opts[flag])]
+        if opts["no_http"]:
+            argv.append("--no-http")
+        self.stderr.write(f"size {size:,}: {' '.join(argv[2:])}")
+        proc = subprocess.run(  # noqa: S603 - argv is this manage.py, not input
+            argv,
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=subprocess.PIPE,  # noqa: S603
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise CommandError(f"bench size {size} failed (exit {proc.returncode})")
+        return _read(Path(proc.stdout.strip().splitlines()[-1]))[0]
+
+
+def _options(opts: dict[str, Any], size: int) -> Options:
+    return Options(
+        size=size,
+        seed=opts["seed"],
+        queries=opts["queries"],
+        real_rows=opts["real_rows"],
+        vocabulary=opts["vocabulary"],
+        load_clients=opts["load_clients"],
+        load_seconds=opts["load_seconds"],
+        ingest_messages=opts["ingest_messages"],
+        recall_checks=opts["recall_checks"],
+        http=not opts["no_http"],
+        web_workers=opts["web_workers"],
+        ingest_timeout_s=opts["ingest_timeout"],
+    )
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    data = json.loads(path.read_text())
+    return data if isinstance(data, list) else [data]

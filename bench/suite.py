@@ -1,0 +1,229 @@
+"""One benchmark run at one corpus size, against the database this process uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from accounts.models import Agent
+from accounts.principals import Principal
+from bench import loader, runs, servers
+from bench.corpus import (
+    CorpusGenerator,
+    load_vocabulary,
+    sample_queries,
+    small_and_large_org,
+)
+from bench.vectors import WordVectors
+from memory import embeddings
+
+BROKER = os.environ.get("MNEMO_BENCH_BROKER", "redis://127.0.0.1:6379/12")
+
+
+@dataclass(frozen=True)
+class Options:
+    size: int
+    seed: int = 42
+    queries: int = 200
+    real_rows: int = 2000
+    vocabulary: int = 6000
+    load_clients: int = 20
+    load_seconds: float = 60.0
+    ingest_messages: int = 300
+    recall_checks: int = 50
+    ef_search_sweep: tuple[int, ...] = (40, 100, 200)
+    http: bool = True
+    web_workers: int = 2
+    ingest_timeout_s: float = 120.0
+    modes: tuple[str, ...] = ("cascade", "direct")
+
+
+def vocab_path() -> Path:
+    return Path(embeddings.model_path()) / "vocab.txt"
+
+
+def cache_dir() -> Path:
+    return Path(settings.VAR_DIR) / "bench-cache"
+
+
+def run_size(opts: Options, log: Any = print) -> dict[str, Any]:
+    """Load (or reuse) the corpus, then measure everything; returns the result dict."""
+    started = time.perf_counter()
+    vocab = load_vocabulary(vocab_path(), size=opts.vocabulary)
+    gen = CorpusGenerator(opts.size, vocab, seed=opts.seed)
+    rows = list(gen.rows())
+    result: dict[str, Any] = {
+        "size": opts.size,
+        "seed": opts.seed,
+        "started_at": datetime.now(UTC).isoformat(),
+        "backend": settings.MNEMO_EMBEDDING_BACKEND,
+        "machine": _machine(),
+    }
+    have = loader.existing_rows()
+    if have == len(rows):
+        log(f"reusing the loaded corpus ({have} rows)")
+        _, _, agent_ids = loader.ensure_principals(gen)
+        result["corpus_load"] = {"reused": True}
+    else:
+        if have:
+            raise SystemExit(
+                f"database holds {have} bench rows, not {len(rows)}: use a "
+                "fresh MNEMO_DB_NAME per size"
+            )
+        names = [
+            *vocab,
+            *{n for o in gen.orgs for n in (*o.people, *o.projects, *o.places)},
+        ]
+        t0 = time.perf_counter()
+        wordvecs = WordVectors(names, cache_dir())
+        wv_s = time.perf_counter() - t0
+        with loader.owner():
+            loaded = loader.load(
+                gen, rows, real=opts.real_rows, wordvecs=wordvecs, log=log
+            )
+        agent_ids = loaded.agent_ids
+        result["corpus_load"] = {
+            "reused": False,
+            "rows": loaded.rows,
+            "real_rows": loaded.real_rows,
+            "word_vectors_s": round(wv_s, 2),
+            "timings_s": loaded.timings_s,
+            "rows_per_s": round(loaded.rows / max(1e-9, loaded.timings_s["total"]), 1),
+        }
+        log(f"loaded {loaded.rows} rows in {loaded.timings_s['total']:.1f}s")
+    # Distinct questions per mode: a mode must not profit from the query-embedding
+    # cache warmed by another.
+    questions = {
+        mode: sample_queries(rows, gen.orgs, opts.queries + 10, seed=opts.seed + 1 + i)
+        for i, mode in enumerate(opts.modes)
+    }
+    orgs = {o for qs in questions.values() for o, _ in qs}
+    agents = {o: Agent.objects.get(pk=agent_ids[o][1]) for o in orgs}
+    principals = {o: Principal.for_agent(a) for o, a in agents.items()}
+    result["recall_service"] = {}
+    for mode in opts.modes:
+        jobs = [(principals[o], q) for o, q in questions[mode]]
+        log(f"recall_run, {mode} mode, {len(jobs) - 5} queries")
+        result["recall_service"][mode] = runs.recall_direct(jobs, mode=mode)
+    result["filtered_vector_search"] = _filtered(opts, gen, rows, agent_ids)
+    result["sizes"] = runs.sizes()
+    if opts.http:
+        result.update(_http_part(opts, gen, rows, questions, agents, log))
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def _filtered(
+    opts: Options,
+    gen: CorpusGenerator,
+    rows: list[Any],
+    agent_ids: dict[int, list[int]],
+) -> dict[str, Any]:
+    small, large = small_and_large_org(opts.size)
+    rng = random.Random(opts.seed + 2)
+    out: dict[str, Any] = {}
+    for label, org in (("small", small), ("large", large)):
+        principal = Principal.for_agent(Agent.objects.get(pk=agent_ids[org][0]))
+        texts = [r.content for r in rng.sample(rows, opts.recall_checks)]
+        vecs = embeddings.embed_queries(texts)
+        share = gen.orgs[org].n_rows / opts.size
+        out[label] = {
+            "org_share": round(share, 4),
+            "rows": gen.orgs[org].n_rows,
+            "by_ef_search": [
+                runs.filtered_vector_recall(principal, vecs, ef_search=ef)
+                for ef in opts.ef_search_sweep
+            ],
+        }
+    return out
+
+
+def _http_part(
+    opts: Options,
+    gen: CorpusGenerator,
+    rows: list[Any],
+    questions: dict[str, list[tuple[int, str]]],
+    agents: dict[int, Agent],
+    log: Any,
+) -> dict[str, Any]:
+    keys = {o: loader.issue_key(a.pk) for o, a in agents.items()}
+    jobs = {mode: [(keys[o], q) for o, q in qs] for mode, qs in questions.items()}
+    out: dict[str, Any] = {"recall_http": {}}
+    logs = Path(tempfile.mkdtemp(prefix="bench-logs-"))
+    with servers.running(
+        broker=BROKER, worker=True, log_dir=logs, web_workers=opts.web_workers
+    ) as srv:
+        for mode in opts.modes:
+            log(f"HTTP recall, {mode} mode")
+            out["recall_http"][mode] = runs.recall_http(srv, jobs[mode], mode=mode)
+        if opts.load_seconds > 0:
+            log(f"sustained load: {opts.load_clients} clients for {opts.load_seconds}s")
+            fresh = sample_queries(rows, gen.orgs, 2000, seed=opts.seed + 99)
+            out["load"] = _loadgen(
+                srv, [(keys[o], q) for o, q in fresh if o in keys], opts
+            )
+        ingest_org = min(agents)
+        texts = [
+            gen._message(gen.orgs[ingest_org], random.Random(i))[0]
+            for i in range(opts.ingest_messages)
+        ]
+        log(f"ingest: {len(texts)} messages over HTTP")
+        out["ingest"] = runs.ingest_http(
+            srv, keys[ingest_org], texts, timeout_s=opts.ingest_timeout_s
+        )
+        out["peak_rss_mib"] = {name: p.peak_rss_mb() for name, p in srv.procs.items()}
+    out["peak_rss_mib"]["bench_process"] = _self_rss()
+    out["model_throughput"] = runs.model_throughput(
+        [gen._message(gen.orgs[0], random.Random(10_000 + i))[0] for i in range(512)]
+    )
+    return out
+
+
+def _loadgen(
+    srv: servers.Servers, jobs: list[tuple[str, str]], opts: Options
+) -> dict[str, Any]:
+    spec = {
+        "host": srv.host,
+        "port": srv.port,
+        "clients": opts.load_clients,
+        "seconds": opts.load_seconds,
+        "jobs": jobs,
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        proc = subprocess.run(  # noqa: S603 - our own module, loopback only
+            [sys.executable, "-m", "bench.loadgen", f.name],
+            capture_output=True,
+            text=True,
+            timeout=opts.load_seconds + 120,
+            cwd=settings.BASE_DIR,
+            check=True,
+        )
+    finally:
+        os.unlink(f.name)
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _self_rss() -> float:
+    from bench.stats import peak_rss_mb
+
+    return peak_rss_mb(os.getpid()) or 0.0
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }

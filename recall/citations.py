@@ -1,0 +1,95 @@
+"""Lineage for packed items: the raw evidence rows they cite, the rows digests cover."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from accounts.principals import Principal
+from memory.access import visibility_q
+from memory.models import Memory
+
+CITATION_DEPTH = 4
+
+
+def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
+    if not topic_ids:
+        return {}
+    through = Memory.derived_from.through
+    out: dict[int, set[int]] = {}
+    for src, dst in through.objects.filter(from_memory_id__in=topic_ids).values_list(
+        "from_memory_id", "to_memory_id"
+    ):
+        out.setdefault(src, set()).add(dst)
+    return out
+
+
+def citations_for(
+    principal: Principal, ids: list[int], rows: dict[int, Memory]
+) -> dict[int, list[dict[str, Any]]]:
+    """Raw evidence each item traces to (itself for raw rows), visible rows only."""
+    through = Memory.derived_from.through
+    roots: dict[int, set[int]] = {}
+    frontier: dict[int, set[int]] = {}
+    for mid in ids:
+        if rows[mid].tier == "raw":
+            roots[mid] = {mid}
+        else:
+            frontier[mid] = {mid}
+            roots[mid] = set()
+    for _ in range(CITATION_DEPTH):
+        current = {n for nodes in frontier.values() for n in nodes}
+        if not current:
+            break
+        edges: dict[int, list[int]] = {}
+        for src, dst in through.objects.filter(from_memory_id__in=current).values_list(
+            "from_memory_id", "to_memory_id"
+        ):
+            edges.setdefault(src, []).append(dst)
+        nxt_ids = {d for ds in edges.values() for d in ds}
+        tiers = dict(Memory.objects.filter(pk__in=nxt_ids).values_list("id", "tier"))
+        new_frontier: dict[int, set[int]] = {}
+        for item, nodes in frontier.items():
+            for n in nodes:
+                for d in edges.get(n, []):
+                    if tiers.get(d) == "raw":
+                        roots[item].add(d)
+                    else:
+                        new_frontier.setdefault(item, set()).add(d)
+        frontier = new_frontier
+    all_raw = {r for rs in roots.values() for r in rs}
+    raw_rows = {
+        m.pk: m
+        for m in Memory.objects.filter(visibility_q(principal), pk__in=all_raw).only(
+            "id", "session_id", "occurred_at", "external_ref", "content", "source_span"
+        )
+    }
+    out: dict[int, list[dict[str, Any]]] = {}
+    for item, raws in roots.items():
+        cites = []
+        for rid in sorted(
+            raws,
+            key=lambda r: (
+                (raw_rows[r].occurred_at or timezone.now(), r)
+                if r in raw_rows
+                else (timezone.now(), r)
+            ),
+        ):
+            raw = raw_rows.get(rid)
+            if raw is None:
+                continue  # evidence the principal may not see is never cited
+            span = rows[item].source_span if item != rid else None
+            cites.append(
+                {
+                    "id": raw.pk,
+                    "session": raw.session_id,
+                    "occurred_at": raw.occurred_at.isoformat()
+                    if raw.occurred_at
+                    else None,
+                    "external_ref": raw.external_ref,
+                    "quote": span or {"start": 0, "end": len(raw.content)},
+                }
+            )
+        out[item] = cites
+    return out

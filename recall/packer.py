@@ -1,0 +1,331 @@
+"""Assemble the context pack: lanes, relevance gate, altitude, budget, explain.
+
+Order inside the budget: working memory (its own field, counted first), exact
+references, the rule overlay, the lesson overlay, then the fused ranking (or, when
+nothing cleared the relevance gate, the session's recency fallback). One
+``pack_to_budget`` walk packs them all, so the budget, the limit and the rule that
+a digest and the rows it covers are never both packed hold across lanes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from accounts.principals import Principal
+from memory.access import visibility_q
+from memory.models import Memory
+from recall import channels, lanes
+from recall.cascade import CascadeState
+from recall.citations import citations_for, topic_covers
+from recall.pipeline.explain import explain_item
+from recall.pipeline.fusion import apply_adjustments
+from recall.pipeline.mmr import mmr_dedupe
+from recall.pipeline.packing import PackInput, pack_to_budget
+from recall.pipeline.relevance import min_terms_for, relevance_gate
+from recall.pipeline.types import FusedItem
+from recall.scope import Scope
+from recall.types import ContextPack, Degradation, PackedMemory, RecallRequest
+
+ROW_FIELDS = (
+    "id",
+    "tier",
+    "kind",
+    "content",
+    "occurred_at",
+    "session_id",
+    "visibility",
+    "speaker",
+    "external_ref",
+    "org_id",
+    "status",
+    "source_span",
+)
+
+
+@dataclass(frozen=True)
+class PackContext:
+    """What the packer needs from the cascade run besides its state."""
+
+    base: Scope
+    query_vector: np.ndarray | None
+    keywords: tuple[str, ...]
+    vector_window: bool
+    count_tokens: Any
+
+
+def build_pack(
+    principal: Principal, request: RecallRequest, state: CascadeState, pc: PackContext
+) -> ContextPack:
+    """Turn the cascade's state (and the lanes) into a budget-fitted context pack."""
+    cfg = lanes.lane_config()
+    min_score = (
+        cfg.min_relevance if request.min_relevance is None else request.min_relevance
+    )
+    gate_on = min_score > 0
+    min_terms = min_terms_for(len(channels.query_terms(pc.keywords)))
+    controls: dict[str, Any] = {
+        "budget_level": request.budget_level,
+        "env_tags": list(request.env_tags),
+        "relevance": {
+            "min_score": min_score,
+            "min_lexical_terms": min_terms,
+            "gate": gate_on,
+        },
+    }
+    budget = request.budget_tokens
+    working = None
+    if request.include_working_memory:
+        working = lanes.working_memory(principal, request.session, pc.count_tokens)
+        if working is not None and working["tokens"] > budget:
+            state.degradations.append(
+                Degradation(
+                    "working_memory_over_budget",
+                    "working_memory",
+                    f"working state ({working['tokens']} tokens) is over the budget",
+                )
+            )
+            working = None
+    budget_left = budget - (working["tokens"] if working else 0)
+
+    references, not_found = lanes.reference_rows(principal, request.reference_ids)
+    multipliers = lanes.env_tag_multipliers(list(state.items), request.env_tags, cfg)
+    fused_all = list(state.items.values())
+    if multipliers:
+        fused_all = apply_adjustments(fused_all, multipliers=multipliers)
+    ranked = sorted(fused_all, key=lambda i: (-i.score, i.memory_id))
+    head = ranked[: max(request.limit * 3, 30)]
+    rows = _hydrate(principal, [i.memory_id for i in head])
+    head = [i for i in head if i.memory_id in rows]  # hydration re-checks visibility
+    texts = {mid: m.content for mid, m in rows.items()}
+    deduped, dropped = mmr_dedupe(head, texts, lambda_=0.7, jaccard_threshold=0.85)
+    reasons: dict[int, str] = {}
+    below: list[FusedItem] = []
+    if gate_on:
+        gate = relevance_gate(
+            deduped,
+            state.hits,
+            min_score=min_score,
+            min_terms=min_terms,
+            vector_window=pc.vector_window,
+        )
+        deduped, below, reasons = (
+            list(gate.kept),
+            list(gate.dropped),
+            dict(gate.reasons),
+        )
+
+    lessons = lanes.lesson_overlay(
+        pc.base,
+        request,
+        pc.query_vector,
+        pc.keywords,
+        min_terms=min_terms,
+        config=cfg,
+        min_score=min_score,
+    )
+    rules, rules_capped = lanes.rule_overlay(
+        pc.base, request, budget_tokens=budget, count_tokens=pc.count_tokens, config=cfg
+    )
+    fused, altitude = _altitude(
+        request,
+        deduped,
+        rows,
+        pc,
+        min_score=min_score,
+        min_terms=min_terms,
+        budget=budget_left,
+    )
+    controls["altitude"] = altitude
+    no_match = not (fused or lessons or references)
+    lane_of: dict[int, str] = {}
+    order: list[int] = []
+
+    def take(ids: list[int], lane: str) -> None:
+        for mid in ids:
+            if mid not in lane_of:
+                lane_of[mid] = lane
+                order.append(mid)
+
+    fallback = no_match and request.recency_fallback and request.session is not None
+    take([r.pk for r in references], "reference")
+    if not no_match or fallback:  # an honest no-match pack stays empty
+        take(rules, "rule")
+    take([m for m, _ in lessons], "lesson")
+    if fallback:
+        assert request.session is not None
+        take(
+            lanes.recency_fallback(pc.base, request.session, k=cfg.fallback_items),
+            "fallback",
+        )
+    elif not no_match:
+        take([i.memory_id for i in fused], "fused")
+    rows.update(_hydrate(principal, [m for m in order if m not in rows]))
+    rows.update({r.pk: r for r in references})
+    order = [m for m in order if m in rows]
+    covers = topic_covers([m for m in order if rows[m].tier == "topic"])
+    result = pack_to_budget(
+        [PackInput(m, rows[m].content, frozenset(covers.get(m, ()))) for m in order],
+        budget_tokens=budget_left,
+        limit=request.limit,
+        count_tokens=pc.count_tokens,
+    )
+    by_id = {i.memory_id: i for i in [*deduped, *fused]}
+    scores = dict(lessons)
+    citations = citations_for(principal, [p.memory_id for p in result.packed], rows)
+    items = []
+    for packed in result.packed:
+        row, lane = rows[packed.memory_id], lane_of[packed.memory_id]
+        item = by_id.get(row.pk) if lane == "fused" else None
+        explain = None
+        if request.explain:
+            explain = _explain(state, item, lane, packed.reason, reasons.get(row.pk))
+        items.append(
+            PackedMemory(
+                id=row.pk,
+                tier=row.tier,
+                kind=row.kind,
+                content=row.content,
+                occurred_at=row.occurred_at,
+                session=row.session_id,
+                visibility=row.visibility,
+                score=round(item.score if item else scores.get(row.pk, 0.0), 6),
+                tokens=packed.tokens,
+                phase=item.phase if item else 0,
+                citations=citations.get(row.pk, []),
+                explain=explain,
+                speaker=row.speaker,
+                external_ref=row.external_ref,
+                lane=lane,
+            )
+        )
+    omitted = [
+        {
+            "id": o.memory_id,
+            "reason": o.reason,
+            "tokens": o.tokens,
+            "lane": lane_of.get(o.memory_id, "fused"),
+        }
+        for o in result.omitted
+    ]
+    omitted += [
+        {"id": d, "reason": "duplicate_of", "duplicate_of": k} for d, k in dropped
+    ]
+    omitted += [{"id": i.memory_id, "reason": "below_relevance"} for i in below]
+    omitted += [{"id": m, "reason": "rule_cap", "lane": "rule"} for m in rules_capped]
+    controls["lanes"] = {
+        lane: sum(1 for i in items if i.lane == lane)
+        for lane in ("reference", "rule", "lesson", "fused", "fallback")
+    }
+    return ContextPack(
+        recall_id=None,
+        query=request.query,
+        items=items,
+        omitted=omitted,
+        total_tokens=result.total_tokens + (working["tokens"] if working else 0),
+        budget_tokens=budget,
+        phase_reached=state.phase_reached,
+        coverage=state.coverage,
+        intent={},
+        degradations=[d.as_dict() for d in state.degradations],
+        timings_ms={},
+        no_match=no_match,
+        fallback=fallback,
+        not_found=not_found,
+        working_memory=working,
+        controls=controls,
+    )
+
+
+def _hydrate(principal: Principal, ids: list[int]) -> dict[int, Memory]:
+    if not ids:
+        return {}
+    return {
+        m.pk: m
+        for m in Memory.objects.filter(visibility_q(principal), pk__in=ids).only(
+            *ROW_FIELDS
+        )
+    }
+
+
+def _altitude(
+    request: RecallRequest,
+    items: list[FusedItem],
+    rows: dict[int, Memory],
+    pc: PackContext,
+    *,
+    min_score: float,
+    min_terms: int,
+    budget: int,
+) -> tuple[list[FusedItem], dict[str, Any]]:
+    """Rows, topic digests, or only the digests, as ``request.altitude`` asks.
+
+    ``auto`` keeps the ranking when its first ``limit`` rows fit the budget and
+    otherwise climbs to digests: relevant topic rows go first and the packer then
+    leaves out the rows they cover.
+    """
+    mode = request.altitude
+    info: dict[str, Any] = {"requested": mode}
+    if mode == "auto":
+        needed = sum(
+            pc.count_tokens(rows[i.memory_id].content) for i in items[: request.limit]
+        )
+        mode = "rows" if needed <= budget else "digests"
+        info["rows_tokens"] = needed
+        if mode == "rows":
+            info["used"] = "rows"
+            return items, info  # the ranking as is
+    info["used"] = mode
+    if mode == "rows":
+        return [i for i in items if rows[i.memory_id].tier != "topic"], info
+    topics = {i.memory_id: i for i in items if rows[i.memory_id].tier == "topic"}
+    for mid, score in lanes.topic_candidates(
+        pc.base, pc.query_vector, pc.keywords, min_score=min_score, min_terms=min_terms
+    ):
+        topics.setdefault(mid, FusedItem(mid, score, phase=1, boosts={"altitude": 1.0}))
+    rows.update(_hydrate(pc.base.principal, [m for m in topics if m not in rows]))
+    ordered = sorted(
+        (t for m, t in topics.items() if m in rows),
+        key=lambda i: (-i.score, i.memory_id),
+    )
+    info["digests"] = len(ordered)
+    if mode == "root":
+        return ordered, info
+    return ordered + [i for i in items if i.memory_id not in topics], info
+
+
+def _explain(
+    state: CascadeState,
+    item: FusedItem | None,
+    lane: str,
+    why: str,
+    relevance: str | None,
+) -> dict[str, Any]:
+    if item is None:
+        return {
+            "lane": lane,
+            "why_packed": why,
+            "phase": 0,
+            "channels": {},
+            "weights": {},
+            "boosts": {},
+            "penalties": {},
+            "graph_path": None,
+            "window_match": None,
+        }
+    hits = state.hits.get(item.memory_id, {})
+    used = {name for h in state.hits.values() for name in h}
+    explain = explain_item(
+        item,
+        weights_used=state.weights,
+        phase=item.phase,
+        window_match=(hits.get("temporal") is not None) if "temporal" in used else None,
+        graph_path=state.graph_paths.get(item.memory_id),
+        why_packed=why,
+        channel_details={name: dict(h.detail) for name, h in hits.items() if h.detail},
+    )
+    explain["lane"] = lane
+    explain["relevance"] = relevance
+    return explain

@@ -1,0 +1,78 @@
+"""The benchmark suite at smoke size (1k memories): it must run end to end, through the
+real web server, worker and load generator. It is not timed and meets no target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from bench.corpus import CorpusGenerator, org_sizes, small_and_large_org
+
+
+def test_the_corpus_is_deterministic_and_shaped_like_agent_memory():
+    vocab = [f"word{i}" for i in range(300)]
+    a = list(CorpusGenerator(1000, vocab, seed=3).rows())
+    b = list(CorpusGenerator(1000, vocab, seed=3).rows())
+    assert [r.content for r in a] == [r.content for r in b]
+    assert len(a) == 1000
+    assert len({r.org for r in a}) == 50
+    assert {r.visibility for r in a} == {"org", "team", "private"}
+    assert {r.tier for r in a} >= {"raw", "episodic", "semantic"}
+    lengths = sorted(len(r.content.split()) for r in a if r.kind == "message")
+    assert 8 <= lengths[len(lengths) // 2] <= 25
+    small, large = small_and_large_org(100_000)
+    sizes = org_sizes(100_000)
+    assert sizes[large] > 0.15 * 100_000 and 0.005 < sizes[small] / 100_000 < 0.015
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys):
+    call_command(
+        "bench",
+        "run",
+        "--sizes",
+        "1k",
+        "--in-process",
+        "--out",
+        str(tmp_path),
+        "--queries",
+        "8",
+        "--real-rows",
+        "50",
+        "--vocabulary",
+        "600",
+        "--load-clients",
+        "2",
+        "--load-seconds",
+        "2",
+        "--ingest-messages",
+        "10",
+        "--ingest-timeout",
+        "20",
+        "--recall-checks",
+        "4",
+        "--web-workers",
+        "1",
+        "--label",
+        "smoke",
+    )
+    table = capsys.readouterr().out
+    assert "| 1,000 |" in table
+    [path] = tmp_path.glob("bench-smoke-*.json")
+    [result] = json.loads(path.read_text())
+    assert result["size"] == 1000
+    for where in ("recall_service", "recall_http"):
+        for mode in ("cascade", "direct"):
+            assert result[where][mode]["latency_ms"]["n"] > 0
+    assert result["recall_http"]["cascade"]["errors"] == 0
+    assert result["load"]["errors"] == 0 and result["load"]["ok"] > 0
+    assert result["ingest"]["messages"] == 10
+    assert (
+        result["filtered_vector_search"]["small"]["by_ef_search"][0]["short_lists"] == 0
+    )
+    assert result["sizes"]["indexes_mib"]["memory_embedding_hnsw"] > 0
+    assert result["peak_rss_mib"]["web"] > 0
+    assert (tmp_path / "bench-smoke-latency.png").stat().st_size > 1000
