@@ -39,21 +39,21 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys):
         "--out",
         str(tmp_path),
         "--queries",
-        "8",
+        "5",
         "--real-rows",
-        "50",
+        "30",
         "--vocabulary",
-        "600",
+        "400",
         "--load-clients",
         "2",
         "--load-seconds",
         "2",
         "--ingest-messages",
-        "10",
+        "5",
         "--ingest-timeout",
-        "20",
+        "15",
         "--recall-checks",
-        "4",
+        "3",
         "--web-workers",
         "1",
         "--label",
@@ -69,7 +69,7 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys):
             assert result[where][mode]["latency_ms"]["n"] > 0
     assert result["recall_http"]["cascade"]["errors"] == 0
     assert result["load"]["errors"] == 0 and result["load"]["ok"] > 0
-    assert result["ingest"]["messages"] == 10
+    assert result["ingest"]["messages"] == 5
     assert (
         result["filtered_vector_search"]["small"]["by_ef_search"][0]["short_lists"] == 0
     )

@@ -1,0 +1,44 @@
+"""The ONNX Runtime int8 backend: exported locally from the bundled model, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.conf import settings
+
+from memory import embeddings
+from memory.onnx_backend import OnnxEmbedder
+
+TEXTS = [
+    "Caroline went to the pottery workshop in Boston",
+    "What did Melanie paint last week?",
+    "a",
+    "The release checklist: run the tests, tag, then deploy to staging. " * 8,
+]
+
+
+@pytest.mark.slow
+def test_the_int8_model_embeds_close_to_the_torch_model_in_input_order():
+    onnx = OnnxEmbedder(
+        Path(embeddings.model_path()), Path(settings.VAR_DIR) / "onnx", threads=1
+    )
+    got = onnx.encode(TEXTS, batch_size=2)
+    want = embeddings.embed_texts(TEXTS)
+    assert got.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cosines = (got * want).sum(axis=1)
+    assert cosines.min() > 0.93, cosines  # int8 costs a little; order is preserved
+    assert onnx.path.name == "model_int8.onnx" and onnx.path.exists()
+
+
+def test_an_unknown_backend_name_is_reported_as_embedder_unavailable(settings):
+    settings.MNEMO_EMBEDDING_BACKEND = "tensorflow"
+    embeddings.reset_for_tests()
+    try:
+        with pytest.raises(embeddings.EmbedderUnavailable, match="tensorflow"):
+            embeddings.get_model()
+    finally:
+        settings.MNEMO_EMBEDDING_BACKEND = "torch"
+        embeddings.reset_for_tests()
