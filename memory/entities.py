@@ -54,6 +54,10 @@ def normalize_name(name: str) -> str:
     return re.sub(r"\s+", " ", name).lower()
 
 
+MAX_NAME_WORDS = 6
+MAX_NAME_CHARS = 120
+
+
 def find_spans(text: str, *, speakers: Iterable[str] = ()) -> list[Span]:
     """Capitalised spans in ``text`` that look like names (sentence-initial filler dropped)."""
     people = {normalize_name(s) for s in speakers if s}
@@ -63,9 +67,12 @@ def find_spans(text: str, *, speakers: Iterable[str] = ()) -> list[Span]:
         words = surface.split()
         while words and words[0].lower().strip("'’") in STOP_CAPITALS:
             words = words[1:]
-        if not words:
+        if not words or len(words) > MAX_NAME_WORDS:
+            # A run of many capitalised words is a title or a shouted line, not a name.
             continue
         surface = " ".join(words)
+        if len(surface) > MAX_NAME_CHARS:
+            continue
         start = match.start() + match.group(0).find(words[0])
         norm = normalize_name(surface)
         if len(norm) < 2 or norm in STOP_CAPITALS:
@@ -113,7 +120,7 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
     wanted: dict[tuple[int, str], Span] = {}
     for m in rows:
         spans = find_spans(m.content, speakers=[m.speaker])
-        if m.speaker:
+        if m.speaker and len(m.speaker) <= MAX_NAME_CHARS:
             norm = normalize_name(m.speaker)
             spans.append(Span(m.speaker, norm, -1, -1, EntityType.PERSON))
         per_memory[m.pk] = spans

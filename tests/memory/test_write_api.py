@@ -225,3 +225,12 @@ def test_cursor_pagination_walks_every_row_once(agent, session_id):
         seen += [m["content"] for m in page["results"]]
         url = page["next"]
     assert sorted(seen) == sorted(f"m{i}" for i in range(7))
+
+
+def test_a_long_run_of_capitalised_words_is_not_taken_for_a_name():
+    from memory.entities import find_spans
+
+    headline = " ".join(["Word"] * 80)
+    assert find_spans(headline) == []
+    names = [s.normalized for s in find_spans(f"{headline}. Later, Caroline left.")]
+    assert names == ["caroline"]
