@@ -19,7 +19,11 @@ class OrganizationAdmin(OrgScopedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> Any:
         qs = admin.ModelAdmin.get_queryset(self, request)
-        return qs if request.user.is_superuser else qs.filter(pk__in=admin_org_ids(request))
+        return (
+            qs
+            if request.user.is_superuser
+            else qs.filter(pk__in=admin_org_ids(request))
+        )
 
     def _org_id_of(self, obj: Any) -> int | None:
         return obj.pk
@@ -62,17 +66,35 @@ class AgentAdmin(OrgScopedAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(OrgScopedAdmin):
-    list_display = ["__str__", "agent", "org", "read_only", "last_used_at", "revoked_at"]
+    list_display = [
+        "__str__",
+        "agent",
+        "org",
+        "read_only",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_filter = ["org"]
     readonly_fields = ["prefix", "last_used_at", "created_at", "created_by", "org"]
-    fields = ["agent", "name", "read_only", "prefix", "org", "created_at", "created_by",
-              "last_used_at", "revoked_at"]
+    fields = [
+        "agent",
+        "name",
+        "read_only",
+        "prefix",
+        "org",
+        "created_at",
+        "created_by",
+        "last_used_at",
+        "revoked_at",
+    ]
     actions = ["revoke"]
 
     def _org_id_of(self, obj: Any) -> int | None:
         return obj.agent.org_id if obj.agent_id else None
 
-    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: ApiKey, form: Any, change: bool
+    ) -> None:
         if not change:
             import secrets
 
@@ -96,8 +118,12 @@ class ApiKeyAdmin(OrgScopedAdmin):
         n = ApiKey.objects.filter(pk__in=[k.pk for k in keys]).update(revoked_at=now)
         for key in keys:
             audit.audit_record(
-                org_id=key.org_id, action="apikey.revoke", user=request.user,
+                org_id=key.org_id,
+                action="apikey.revoke",
+                user=request.user,
                 target=key,
-                before={"revoked_at": None}, after={"revoked_at": now}, request=request,
+                before={"revoked_at": None},
+                after={"revoked_at": now},
+                request=request,
             )
         self.message_user(request, f"Revoked {n} key(s).")

@@ -21,9 +21,9 @@ def admin_org_ids(request: HttpRequest) -> set[int]:
     cached = getattr(request, "_mnemo_admin_orgs", None)
     if cached is None:
         cached = set(
-            Membership.objects.filter(user=request.user, role__in=ADMIN_ROLES).values_list(
-                "org_id", flat=True
-            )
+            Membership.objects.filter(
+                user=request.user, role__in=ADMIN_ROLES
+            ).values_list("org_id", flat=True)
         )
         request._mnemo_admin_orgs = cached  # type: ignore[attr-defined]
     return cached
@@ -34,7 +34,11 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def _allowed(self, request: HttpRequest) -> bool:
         user = request.user
-        return bool(user.is_active and user.is_staff and (user.is_superuser or admin_org_ids(request)))
+        return bool(
+            user.is_active
+            and user.is_staff
+            and (user.is_superuser or admin_org_ids(request))
+        )
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self._allowed(request)
@@ -54,7 +58,9 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def _org_id_of(self, obj: Any) -> int | None:
         value = obj
         for part in self.org_field.split("__"):
-            value = getattr(value, part if value is not obj or part != "org" else "org", None)
+            value = getattr(
+                value, part if value is not obj or part != "org" else "org", None
+            )
             if value is None:
                 return None
         return value.pk if hasattr(value, "pk") else value
@@ -70,7 +76,9 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return qs
         return qs.filter(**{f"{self.org_field}__in": admin_org_ids(request)})
 
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+    def formfield_for_foreignkey(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> Any:
         if not request.user.is_superuser:
             orgs = admin_org_ids(request)
             model = db_field.related_model
@@ -79,18 +87,28 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             elif any(f.name == "org" for f in model._meta.fields):
                 kwargs["queryset"] = model.objects.filter(org__in=orgs)
             elif model._meta.label == "auth.User":
-                kwargs["queryset"] = model.objects.filter(memberships__org__in=orgs).distinct()
+                kwargs["queryset"] = model.objects.filter(
+                    memberships__org__in=orgs
+                ).distinct()
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+    def formfield_for_manytomany(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> Any:
         if not request.user.is_superuser:
             model = db_field.related_model
             if any(f.name == "org" for f in model._meta.fields):
-                kwargs["queryset"] = model.objects.filter(org__in=admin_org_ids(request))
+                kwargs["queryset"] = model.objects.filter(
+                    org__in=admin_org_ids(request)
+                )
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        if not request.user.is_superuser and self._org_id_of(obj) not in admin_org_ids(request):
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
+        if not request.user.is_superuser and self._org_id_of(obj) not in admin_org_ids(
+            request
+        ):
             raise PermissionDenied("not an admin of this organization")
         super().save_model(request, obj, form, change)
         self.audit_save(request, obj, form, change)
@@ -121,16 +139,24 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         audit.audit_record(
-            org_id=self._org_id_of(obj), action="admin.delete", user=request.user,
-            target=obj, before={"repr": str(obj)}, request=request,
+            org_id=self._org_id_of(obj),
+            action="admin.delete",
+            user=request.user,
+            target=obj,
+            before={"repr": str(obj)},
+            request=request,
         )
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for obj in queryset:
             audit.audit_record(
-                org_id=self._org_id_of(obj), action="admin.delete", user=request.user,
-                target=obj, before={"repr": str(obj)}, request=request,
+                org_id=self._org_id_of(obj),
+                action="admin.delete",
+                user=request.user,
+                target=obj,
+                before={"repr": str(obj)},
+                request=request,
             )
         super().delete_queryset(request, queryset)
 
@@ -145,8 +171,10 @@ class OrgScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 action=audit.admin_action(
                     obj._meta.label_lower, adding=False, changed=fields
                 ),
-                user=request.user, target=obj,
-                after=audit.model_fields(obj, fields), request=request,
+                user=request.user,
+                target=obj,
+                after=audit.model_fields(obj, fields),
+                request=request,
             )
 
 

@@ -69,7 +69,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
-        header = authentication.get_authorization_header(request).decode(errors="replace")
+        header = authentication.get_authorization_header(request).decode(
+            errors="replace"
+        )
         if not header:
             return None
         scheme, _, raw = header.partition(" ")

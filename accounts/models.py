@@ -48,7 +48,9 @@ class Organization(models.Model):
 class Team(models.Model):
     """A group inside an organization; `team` visibility is scoped to one."""
 
-    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="teams")
+    org = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="teams"
+    )
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80)
     created_at = models.DateTimeField(default=timezone.now)
@@ -56,7 +58,9 @@ class Team(models.Model):
     class Meta:
         ordering = ["org", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["org", "slug"], name="team_unique_slug_per_org")
+            models.UniqueConstraint(
+                fields=["org", "slug"], name="team_unique_slug_per_org"
+            )
         ]
 
     def __str__(self) -> str:
@@ -79,7 +83,9 @@ class Membership(models.Model):
     class Meta:
         ordering = ["org", "user"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "org"], name="one_membership_per_org")
+            models.UniqueConstraint(
+                fields=["user", "org"], name="one_membership_per_org"
+            )
         ]
 
     def __str__(self) -> str:
@@ -89,7 +95,9 @@ class Membership(models.Model):
 class Agent(models.Model):
     """An automated principal acting for its org, optionally bound to a team and a user."""
 
-    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agents")
+    org = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="agents"
+    )
     name = models.CharField(max_length=200)
     team = models.ForeignKey(
         Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
@@ -134,13 +142,16 @@ class ApiKey(models.Model):
     """A bearer key for an agent: `mnemo_<prefix>_<secret>`; only the hash is stored."""
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="api_keys")
-    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    org = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="api_keys"
+    )
     name = models.CharField(max_length=200, blank=True)
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     hashed_secret = models.CharField(max_length=64, editable=False)
     read_only = models.BooleanField(default=False)
     rate_limit_per_minute = models.PositiveIntegerField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Requests per minute for this key; empty = the default "
         "(MNEMO_RATE_LIMIT_PER_MINUTE).",
     )
@@ -161,15 +172,24 @@ class ApiKey(models.Model):
 
     @classmethod
     def issue(
-        cls, *, agent: Agent, name: str = "", created_by: object = None,
+        cls,
+        *,
+        agent: Agent,
+        name: str = "",
+        created_by: object = None,
         read_only: bool = False,
     ) -> tuple[ApiKey, str]:
         """Create a key and return it with its plaintext, which is never stored."""
         prefix = secrets.token_hex(4)
         secret = secrets.token_urlsafe(32)
         key = cls.objects.create(
-            agent=agent, org=agent.org, name=name, prefix=prefix,
-            hashed_secret=hash_secret(secret), created_by=created_by, read_only=read_only,
+            agent=agent,
+            org=agent.org,
+            name=name,
+            prefix=prefix,
+            hashed_secret=hash_secret(secret),
+            created_by=created_by,
+            read_only=read_only,
         )
         return key, f"mnemo_{prefix}_{secret}"
 
@@ -197,8 +217,12 @@ class AuditEvent(models.Model):
     """
 
     org = models.ForeignKey(
-        Organization, null=True, blank=True, on_delete=models.DO_NOTHING,
-        db_constraint=False, related_name="+",
+        Organization,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     at = models.DateTimeField(default=timezone.now)
     actor = models.CharField(

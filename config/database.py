@@ -95,7 +95,9 @@ def ensure_server(data_dir: Path, *, cleanup: str | None = "stop") -> str:
 
 
 def _tune(host: str) -> None:
-    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as c:
+    with psycopg.connect(
+        host=host, user="postgres", dbname="postgres", autocommit=True
+    ) as c:
         for name, value in _TUNING.items():
             c.execute(f"ALTER SYSTEM SET {name} = '{value}'")
         c.execute("SELECT pg_reload_conf()")
@@ -105,8 +107,12 @@ def ensure_database(host: str, name: str) -> None:
     """Create database ``name`` on the embedded server if it does not exist yet."""
     if (host, name) in _databases:
         return
-    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as c:
-        exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+    with psycopg.connect(
+        host=host, user="postgres", dbname="postgres", autocommit=True
+    ) as c:
+        exists = c.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
+        ).fetchone()
         if not exists:
             c.execute(f'CREATE DATABASE "{name}"')
     _databases.add((host, name))

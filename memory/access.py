@@ -30,13 +30,19 @@ def visibility_q(principal: Principal, prefix: str = "") -> Q:
         )
     if principal.agent_id is not None:
         rule |= Q(
-            **{f"{p}visibility": Visibility.PRIVATE, f"{p}owner_agent_id": principal.agent_id}
+            **{
+                f"{p}visibility": Visibility.PRIVATE,
+                f"{p}owner_agent_id": principal.agent_id,
+            }
         )
     if principal.user_id is not None:
         # A user's private rows, including those their agents wrote for them; an agent
         # acting for a user reads that user's private rows too.
         rule |= Q(
-            **{f"{p}visibility": Visibility.PRIVATE, f"{p}owner_user_id": principal.user_id}
+            **{
+                f"{p}visibility": Visibility.PRIVATE,
+                f"{p}owner_user_id": principal.user_id,
+            }
         )
     return Q(**{f"{p}org_id": principal.org_id}) & rule
 
@@ -68,12 +74,18 @@ class VisibleQuerySet(models.QuerySet):  # type: ignore[type-arg]
 class AccessControlled(models.Model):
     """Org, owner, team and visibility: the fields every content-holding row carries."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
     visibility = models.CharField(
         max_length=10, choices=Visibility.choices, default=Visibility.ORG
     )
     team = models.ForeignKey(
-        "accounts.Team", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
     )
     owner_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -83,7 +95,11 @@ class AccessControlled(models.Model):
         related_name="+",
     )
     owner_agent = models.ForeignKey(
-        "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
 
     class Meta:

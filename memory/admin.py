@@ -43,7 +43,16 @@ class SessionAdmin(ReadOnlyContentAdmin):
 
 @admin.register(Memory)
 class MemoryAdmin(ReadOnlyContentAdmin):
-    list_display = ["id", "tier", "kind", "short", "org", "visibility", "status", "embedding_state"]
+    list_display = [
+        "id",
+        "tier",
+        "kind",
+        "short",
+        "org",
+        "visibility",
+        "status",
+        "embedding_state",
+    ]
     list_filter = ["org", "tier", "kind", "status", "visibility", "embedding_state"]
     search_fields = ["content", "external_ref"]
     exclude = ["embedding", "derived_from"]
@@ -54,7 +63,11 @@ class MemoryAdmin(ReadOnlyContentAdmin):
         return obj.content[:80]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        names = [f.name for f in self.model._meta.fields if f.name not in ("embedding", "search")]
+        names = [
+            f.name
+            for f in self.model._meta.fields
+            if f.name not in ("embedding", "search")
+        ]
         return [n for n in names if n not in self.editable]
 
 

@@ -156,8 +156,11 @@ def conflict_resolve(
             at=now,
         )
         audit_record(
-            org_id=conflict.org_id, action="conflict.resolve", principal=principal,
-            target=conflict, before={"status": ConflictStatus.OPEN},
+            org_id=conflict.org_id,
+            action="conflict.resolve",
+            principal=principal,
+            target=conflict,
+            before={"status": ConflictStatus.OPEN},
             after={"status": conflict.status, "resolution": conflict.resolution},
             note=note,
         )

@@ -70,8 +70,9 @@ def _load(backend: str) -> Any:
 
         from memory.onnx_backend import OnnxEmbedder
 
-        return OnnxEmbedder(Path(model_path()), Path(settings.VAR_DIR) / "onnx",
-                            threads=threads)
+        return OnnxEmbedder(
+            Path(model_path()), Path(settings.VAR_DIR) / "onnx", threads=threads
+        )
     if backend != "torch":
         raise ValueError(
             f"unknown MNEMO_EMBEDDING_BACKEND {backend!r} (torch, onnx-int8)"

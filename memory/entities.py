@@ -21,22 +21,12 @@ _POSSESSIVE = re.compile(r"['’]s$")
 _TOKEN = re.compile(r"[a-z][a-z0-9'’\-]+")
 
 STOP_CAPITALS = frozenset(
-    """
-    i i'm i've i'd i'll im a an the and but or so if then than that this these those there
-    here what when where who whom whose why how which is are was were be been do does did
-    have has had can could will would should may might must shall it its it's he she they
-    we you me my your our their his her them us oh ok okay yes no not hey hi hello thanks
-    thank wow well also just really very great good nice sure sounds yeah yep awesome
-    congrats congratulations absolutely definitely totally by the way anyway maybe
-    let let's on in at to from for with about as of after before during since until
-    today tomorrow yesterday tonight last next this
-    """.split()
+    ["i", "i'm", "i've", "i'd", "i'll", "im", "a", "an", "the", "and", "but", "or", "so", "if", "then", "than", "that", "this", "these", "those", "there", "here", "what", "when", "where", "who", "whom", "whose", "why", "how", "which", "is", "are", "was", "were", "be", "been", "do", "does", "did", "have", "has", "had", "can", "could", "will", "would", "should", "may", "might", "must", "shall", "it", "its", "it's", "he", "she", "they", "we", "you", "me", "my", "your", "our", "their", "his", "her", "them", "us", "oh", "ok", "okay", "yes", "no", "not", "hey", "hi", "hello", "thanks", "thank", "wow", "well", "also", "just", "really", "very", "great", "good", "nice", "sure", "sounds", "yeah", "yep", "awesome", "congrats", "congratulations", "absolutely", "definitely", "totally", "by", "the", "way", "anyway", "maybe", "let", "let's", "on", "in", "at", "to", "from", "for", "with", "about", "as", "of", "after", "before", "during", "since", "until", "today", "tomorrow", "yesterday", "tonight", "last", "next", "this"]
 )
 MONTHS = frozenset(
-    "january february march april may june july august september october november "
-    "december".split()
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 )
-WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
 PLACE_CUES = frozenset({"in", "at", "from", "to", "near", "visited", "visit"})
 
 
@@ -87,7 +77,13 @@ def find_spans(text: str, *, speakers: Iterable[str] = ()) -> list[Span]:
             # "Want to pair?" / "Remind me": a capital at a sentence start says nothing.
             continue
         spans.append(
-            Span(surface, norm, start, start + len(surface), _guess_type(text, start, norm, people))
+            Span(
+                surface,
+                norm,
+                start,
+                start + len(surface),
+                _guess_type(text, start, norm, people),
+            )
         )
     return spans
 
@@ -112,7 +108,9 @@ def _guess_type(text: str, start: int, norm: str, people: set[str]) -> str:
 def extract_and_link(*, ids: Sequence[int]) -> int:
     """Create entities and mentions for memories ``ids``; returns mentions written."""
     rows = list(
-        Memory.objects.filter(pk__in=ids).only("id", "org_id", "content", "speaker", "session_id")
+        Memory.objects.filter(pk__in=ids).only(
+            "id", "org_id", "content", "speaker", "session_id"
+        )
     )
     if not rows:
         return 0
@@ -137,7 +135,8 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
             known[(e.org_id, e.normalized_name)] = e
     # Names merged into another entity (aliases) link to that entity, not a new one.
     for e in Entity.objects.filter(
-        org_id__in=org_ids, aliases__overlap=[n for _, n in wanted],
+        org_id__in=org_ids,
+        aliases__overlap=[n for _, n in wanted],
         merged_into__isnull=True,
     ):
         for alias in e.aliases:
@@ -169,19 +168,32 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
             if e is not None:
                 mentions.append(
                     Mention(
-                        org_id=m.org_id, memory_id=m.pk, entity=e, surface=s.surface[:200],
+                        org_id=m.org_id,
+                        memory_id=m.pk,
+                        entity=e,
+                        surface=s.surface[:200],
                         start=s.start if s.start >= 0 else None,
                         end=s.end if s.end >= 0 else None,
                     )
                 )
         lowered = m.content.lower()
         for (org, norm), e in known.items():
-            if org == m.org_id and norm not in linked and re.search(rf"\b{re.escape(norm)}\b", lowered):
+            if (
+                org == m.org_id
+                and norm not in linked
+                and re.search(rf"\b{re.escape(norm)}\b", lowered)
+            ):
                 pos = re.search(rf"\b{re.escape(norm)}\b", lowered)
                 assert pos is not None
                 mentions.append(
-                    Mention(org_id=m.org_id, memory_id=m.pk, entity=e, surface=norm,
-                            start=pos.start(), end=pos.end())
+                    Mention(
+                        org_id=m.org_id,
+                        memory_id=m.pk,
+                        entity=e,
+                        surface=norm,
+                        start=pos.start(),
+                        end=pos.end(),
+                    )
                 )
     created = Mention.objects.bulk_create(mentions, ignore_conflicts=True)
     counts: dict[int, int] = {}
@@ -192,7 +204,9 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
     return len(created)
 
 
-def entities_for_names(org_id: int, names: Iterable[tuple[str, str]]) -> dict[str, Entity]:
+def entities_for_names(
+    org_id: int, names: Iterable[tuple[str, str]]
+) -> dict[str, Entity]:
     """Get or create the entities named ``(surface, type)``; keyed by normalised name.
 
     Alias-aware: a name merged into another entity resolves to that entity. A new
@@ -213,14 +227,24 @@ def entities_for_names(org_id: int, names: Iterable[tuple[str, str]]) -> dict[st
                 found[alias] = e
     missing = [n for n in wanted if n not in found]
     Entity.objects.bulk_create(
-        [Entity(org_id=org_id, name=wanted[n][0][:200], normalized_name=n[:200],
-                type=wanted[n][1]) for n in missing],
+        [
+            Entity(
+                org_id=org_id,
+                name=wanted[n][0][:200],
+                normalized_name=n[:200],
+                type=wanted[n][1],
+            )
+            for n in missing
+        ],
         ignore_conflicts=True,
     )
     upgrade: list[Entity] = []
     for e in active.filter(normalized_name__in=missing):
         found[e.normalized_name] = e
-        if e.type == EntityType.THING and wanted[e.normalized_name][1] != EntityType.THING:
+        if (
+            e.type == EntityType.THING
+            and wanted[e.normalized_name][1] != EntityType.THING
+        ):
             e.type = wanted[e.normalized_name][1]
             upgrade.append(e)
     if upgrade:

@@ -18,7 +18,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
     checks: dict[str, str] = {}
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            cursor.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            )
             row = cursor.fetchone()
         checks["database"] = "ok"
         checks["pgvector"] = f"ok ({row[0]})" if row else "missing"
@@ -31,5 +33,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     except embeddings.EmbedderUnavailable as exc:
         checks["embedder"] = f"unavailable: {exc}"
     ready = all(v.startswith("ok") for v in checks.values())
-    return JsonResponse({"status": "ready" if ready else "not ready", "checks": checks},
-                        status=200 if ready else 503)
+    return JsonResponse(
+        {"status": "ready" if ready else "not ready", "checks": checks},
+        status=200 if ready else 503,
+    )

@@ -108,9 +108,15 @@ class Memory(AccessControlled):
     """One row for every tier and kind, so one HNSW and one GIN index serve every phase."""
 
     session = models.ForeignKey(
-        Session, null=True, blank=True, on_delete=models.PROTECT, related_name="memories"
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="memories",
     )
-    seq = models.BigIntegerField(null=True, blank=True, help_text="Order in its session.")
+    seq = models.BigIntegerField(
+        null=True, blank=True, help_text="Order in its session."
+    )
     tier = models.CharField(max_length=12, choices=Tier.choices)
     kind = models.CharField(max_length=20)
     content = models.TextField()
@@ -144,9 +150,15 @@ class Memory(AccessControlled):
     recorded_at = models.DateTimeField(default=timezone.now)
     superseded_at = models.DateTimeField(null=True, blank=True)
 
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=Status.ACTIVE
+    )
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="supersedes",
     )
     derived_from = models.ManyToManyField(
         "self", symmetrical=False, blank=True, related_name="derivations"
@@ -173,7 +185,9 @@ class Memory(AccessControlled):
                 opclasses=["vector_cosine_ops"],
             ),
             GinIndex(fields=["search"], name="memory_search_gin"),
-            models.Index(fields=["org", "tier", "status"], name="memory_org_tier_status"),
+            models.Index(
+                fields=["org", "tier", "status"], name="memory_org_tier_status"
+            ),
             models.Index(fields=["org", "occurred_at"], name="memory_org_occurred"),
             models.Index(fields=["session", "seq"], name="memory_session_seq"),
             models.Index(fields=["org", "content_sha256"], name="memory_org_sha"),
@@ -228,10 +242,14 @@ class EntityType(models.TextChoices):
 class Entity(models.Model):
     """A named thing mentioned in memory, resolved within its org."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
     name = models.CharField(max_length=200)
     normalized_name = models.CharField(max_length=200)
-    type = models.CharField(max_length=20, choices=EntityType.choices, default=EntityType.THING)
+    type = models.CharField(
+        max_length=20, choices=EntityType.choices, default=EntityType.THING
+    )
     aliases = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     unstable = models.BooleanField(default=False)
@@ -283,9 +301,15 @@ class Entity(models.Model):
 class Mention(models.Model):
     """A memory mentions an entity (at a character span, where known)."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="mentions")
-    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="mentions")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="mentions"
+    )
+    entity = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="mentions"
+    )
     surface = models.CharField(max_length=200)
     start = models.PositiveIntegerField(null=True, blank=True)
     end = models.PositiveIntegerField(null=True, blank=True)
@@ -296,7 +320,9 @@ class Mention(models.Model):
                 fields=["memory", "entity", "start"], name="mention_unique_span"
             )
         ]
-        indexes = [models.Index(fields=["entity", "memory"], name="mention_entity_memory")]
+        indexes = [
+            models.Index(fields=["entity", "memory"], name="mention_entity_memory")
+        ]
 
     def __str__(self) -> str:
         return f"{self.surface} in memory {self.memory_id}"
@@ -310,20 +336,32 @@ class RelationshipQuerySet(VisibleQuerySet):
 class Relationship(AccessControlled):
     """subject -predicate-> object (entity or literal), stated by a fact memory."""
 
-    subject = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="outgoing")
+    subject = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="outgoing"
+    )
     predicate = models.CharField(max_length=100)
     object_entity = models.ForeignKey(
         Entity, null=True, blank=True, on_delete=models.CASCADE, related_name="incoming"
     )
     object_literal = models.CharField(max_length=500, blank=True, default="")
     statement = models.ForeignKey(
-        Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="relationships"
+        Memory,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="relationships",
     )
-    evidence = models.ManyToManyField(Memory, blank=True, related_name="supported_relationships")
+    evidence = models.ManyToManyField(
+        Memory, blank=True, related_name="supported_relationships"
+    )
     valid_from = models.DateTimeField(null=True, blank=True)
     valid_to = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
-    semantic_group = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=Status.ACTIVE
+    )
+    semantic_group = models.CharField(
+        max_length=64, blank=True, default="", db_index=True
+    )
     asserted_by = models.JSONField(default=list, blank=True)
     recorded_at = models.DateTimeField(default=timezone.now)
     superseded_at = models.DateTimeField(null=True, blank=True)
@@ -333,7 +371,9 @@ class Relationship(AccessControlled):
     class Meta:
         ordering = ["subject", "predicate"]
         indexes = [
-            models.Index(fields=["org", "subject", "predicate"], name="rel_subject_pred"),
+            models.Index(
+                fields=["org", "subject", "predicate"], name="rel_subject_pred"
+            ),
             models.Index(fields=["org", "object_entity"], name="rel_object"),
         ]
 
@@ -372,13 +412,19 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
 class Conflict(models.Model):
     """Alternatives that cannot all be current. Resolution keeps the whole history."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
     kind = models.CharField(max_length=20, choices=ConflictKind.choices)
     status = models.CharField(
         max_length=10, choices=ConflictStatus.choices, default=ConflictStatus.OPEN
     )
     subject = models.ForeignKey(
-        Entity, null=True, blank=True, on_delete=models.SET_NULL, related_name="conflicts"
+        Entity,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="conflicts",
     )
     predicate = models.CharField(max_length=100, blank=True, default="")
     summary = models.TextField(blank=True, default="")
@@ -406,8 +452,12 @@ class Conflict(models.Model):
 class ConflictAlternative(models.Model):
     """One side of a conflict: a memory (and the relationship it states), with supporters."""
 
-    conflict = models.ForeignKey(Conflict, on_delete=models.CASCADE, related_name="alternatives")
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflict_sides")
+    conflict = models.ForeignKey(
+        Conflict, on_delete=models.CASCADE, related_name="alternatives"
+    )
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="conflict_sides"
+    )
     relationship = models.ForeignKey(
         Relationship, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -428,7 +478,9 @@ class ConflictAlternative(models.Model):
 class ConflictEvent(models.Model):
     """Append-only history of a conflict: opened, resolved, dismissed, reopened."""
 
-    conflict = models.ForeignKey(Conflict, on_delete=models.CASCADE, related_name="events")
+    conflict = models.ForeignKey(
+        Conflict, on_delete=models.CASCADE, related_name="events"
+    )
     action = models.CharField(max_length=30)
     actor = models.CharField(max_length=100)
     note = models.TextField(blank=True, default="")
@@ -445,7 +497,9 @@ class ConflictEvent(models.Model):
 class IdempotencyRecord(models.Model):
     """The first response to a request carrying ``Idempotency-Key``, per principal."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
     principal = models.CharField(max_length=100)
     key = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
@@ -476,7 +530,9 @@ class KnowledgeSettings(models.Model):
     """Per-org consolidation choices: which extractor runs, and the LLM token budget."""
 
     org = models.OneToOneField(
-        "accounts.Organization", on_delete=models.CASCADE, related_name="knowledge_settings"
+        "accounts.Organization",
+        on_delete=models.CASCADE,
+        related_name="knowledge_settings",
     )
     extractor = models.CharField(
         max_length=10, choices=ExtractorChoice.choices, default=ExtractorChoice.RULES
@@ -506,12 +562,16 @@ class RunStatus(models.TextChoices):
 class ConsolidationRun(models.Model):
     """One consolidation pass over a session: what ran, how far, and what went wrong."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
     session = models.ForeignKey(
         Session, null=True, blank=True, on_delete=models.CASCADE, related_name="runs"
     )
     extractor = models.CharField(max_length=10, choices=ExtractorChoice.choices)
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.OK)
+    status = models.CharField(
+        max_length=10, choices=RunStatus.choices, default=RunStatus.OK
+    )
     cursor_seq = models.BigIntegerField(
         null=True, blank=True, help_text="Messages up to this seq are consolidated."
     )
@@ -522,7 +582,9 @@ class ConsolidationRun(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-id"]
-        indexes = [models.Index(fields=["session", "cursor_seq"], name="run_session_cursor")]
+        indexes = [
+            models.Index(fields=["session", "cursor_seq"], name="run_session_cursor")
+        ]
 
     def __str__(self) -> str:
         return f"consolidation run {self.pk} ({self.status})"
@@ -531,9 +593,15 @@ class ConsolidationRun(models.Model):
 class EntityMerge(models.Model):
     """``source`` was merged into ``target``; ``moved`` records what to move back on undo."""
 
-    org = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
-    source = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="merges_out")
-    target = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="merges_in")
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+"
+    )
+    source = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="merges_out"
+    )
+    target = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, related_name="merges_in"
+    )
     reason = models.CharField(max_length=100)
     scores = models.JSONField(default=dict, blank=True)
     moved = models.JSONField(default=dict, blank=True)

@@ -38,7 +38,9 @@ logger = logging.getLogger(__name__)
 class WriteError(Exception):
     """Bad input to a write; ``field`` names the offending field (e.g. ``memories[2].kind``)."""
 
-    def __init__(self, message: str, *, field: str = "non_field_errors", status: int = 400):
+    def __init__(
+        self, message: str, *, field: str = "non_field_errors", status: int = 400
+    ):
         super().__init__(message)
         self.message = message
         self.field = field
@@ -90,7 +92,9 @@ class RememberResult:
 
     @property
     def pending(self) -> int:
-        return sum(1 for m in self.memories if m.embedding_state == EmbeddingState.PENDING)
+        return sum(
+            1 for m in self.memories if m.embedding_state == EmbeddingState.PENDING
+        )
 
 
 def sha256_text(text: str) -> str:
@@ -100,7 +104,9 @@ def sha256_text(text: str) -> str:
 # --- access ---------------------------------------------------------------------------
 
 
-def access_memory(principal: Principal, memory_id: int, *, for_update: bool = False) -> Memory:
+def access_memory(
+    principal: Principal, memory_id: int, *, for_update: bool = False
+) -> Memory:
     """The memory if the principal may read it; NotFound otherwise (missing or not theirs)."""
     qs = Memory.objects.filter(visibility_q(principal))
     if for_update:
@@ -111,7 +117,9 @@ def access_memory(principal: Principal, memory_id: int, *, for_update: bool = Fa
         raise NotFound("memory not found") from exc
 
 
-def access_session(principal: Principal, session_id: int, *, for_update: bool = False) -> Session:
+def access_session(
+    principal: Principal, session_id: int, *, for_update: bool = False
+) -> Session:
     qs = Session.objects.visible_to(principal)
     if for_update:
         qs = qs.select_for_update()
@@ -138,7 +146,9 @@ def _resolve_access(
     """Pick and check the (visibility, team) of a new row for this principal."""
     vis = visibility or default_visibility
     if vis not in Visibility.values:
-        raise WriteError(f"unknown visibility {vis!r}", field=f"{field_prefix}visibility")
+        raise WriteError(
+            f"unknown visibility {vis!r}", field=f"{field_prefix}visibility"
+        )
     if vis != Visibility.TEAM:
         return vis, None
     team = team_id or default_team_id
@@ -191,7 +201,9 @@ def session_create(
         field_prefix="",
     )
     with transaction.atomic():
-        existing = Session.objects.filter(org_id=principal.org_id, external_id=external_id)
+        existing = Session.objects.filter(
+            org_id=principal.org_id, external_id=external_id
+        )
         if existing.exists():
             raise StateConflict(f"a session with external_id {external_id!r} exists")
         return Session.objects.create(
@@ -222,7 +234,8 @@ def _validate_item(item: MemoryInput, index: int, prefix: str) -> None:
         )
     if item.tier not in KINDS_BY_TIER:
         raise WriteError(
-            f"unknown tier {item.tier!r}; one of {sorted(KINDS_BY_TIER)}", field=f"{where}.tier"
+            f"unknown tier {item.tier!r}; one of {sorted(KINDS_BY_TIER)}",
+            field=f"{where}.tier",
         )
     if item.kind not in KINDS_BY_TIER[item.tier]:
         raise WriteError(
@@ -271,7 +284,9 @@ def memory_remember(
         keys = [i.idempotency_key for i in items if i.idempotency_key]
         replay = {
             m.idempotency_key: m
-            for m in Memory.objects.filter(org_id=principal.org_id, idempotency_key__in=keys)
+            for m in Memory.objects.filter(
+                org_id=principal.org_id, idempotency_key__in=keys
+            )
         }
         hashes = [sha256_text(i.content) for i in items]
         seen: dict[str, int] = {}
@@ -365,7 +380,9 @@ def memory_remember(
         if enqueue:
             enqueue_embedding([m.pk for m in created])
     existing = list(Memory.objects.filter(pk__in=replayed)) if replayed else []
-    return RememberResult(memories=created + existing, duplicates=duplicates, replayed=replayed)
+    return RememberResult(
+        memories=created + existing, duplicates=duplicates, replayed=replayed
+    )
 
 
 CONTEXT_PREVIOUS_CHARS = 300
@@ -403,11 +420,16 @@ def _check_sources(
     wanted = {src for item in items for src in item.derived_from}
     if not wanted:
         return {}
-    found = {m.pk: m for m in Memory.objects.filter(visibility_q(principal), pk__in=wanted)}
+    found = {
+        m.pk: m for m in Memory.objects.filter(visibility_q(principal), pk__in=wanted)
+    }
     for i, item in enumerate(items):
         for src in item.derived_from:
             if src not in found:
-                raise WriteError(f"derived_from: memory {src} not found", field=f"{prefix}[{i}].derived_from")
+                raise WriteError(
+                    f"derived_from: memory {src} not found",
+                    field=f"{prefix}[{i}].derived_from",
+                )
     return found
 
 
@@ -415,7 +437,10 @@ _WIDTH = {Visibility.PRIVATE: 0, Visibility.TEAM: 1, Visibility.ORG: 2}
 
 
 def _no_wider_than_sources(
-    vis: str, team: int | None, sources: dict[int, Memory], item: MemoryInput,
+    vis: str,
+    team: int | None,
+    sources: dict[int, Memory],
+    item: MemoryInput,
     principal: Principal,
 ) -> tuple[str, int | None]:
     """A derived row is never visible to more people than the narrowest row it came from."""
@@ -436,7 +461,9 @@ def memory_supersede(
     with transaction.atomic():
         old = access_memory(principal, memory_id, for_update=True)
         if old.status != Status.ACTIVE:
-            raise StateConflict(f"memory {old.pk} is {old.status}; only active rows can be superseded")
+            raise StateConflict(
+                f"memory {old.pk} is {old.status}; only active rows can be superseded"
+            )
         now = timezone.now()
         new = Memory.objects.create(
             org_id=old.org_id,
@@ -482,7 +509,11 @@ def memory_retract(*, principal: Principal, memory_id: int, reason: str = "") ->
         memory.superseded_at = now
         memory.metadata = {
             **memory.metadata,
-            "retraction": {"by": principal.label, "at": now.isoformat(), "reason": reason},
+            "retraction": {
+                "by": principal.label,
+                "at": now.isoformat(),
+                "reason": reason,
+            },
         }
         memory.save(update_fields=["status", "superseded_at", "metadata"])
     return memory
@@ -560,7 +591,9 @@ def memory_embed_failed(*, ids: Sequence[int], error: str) -> None:
     """Record an embedding failure on the rows (they stay searchable lexically)."""
     from django.db.models import F
 
-    Memory.objects.filter(pk__in=ids).exclude(embedding_state=EmbeddingState.READY).update(
+    Memory.objects.filter(pk__in=ids).exclude(
+        embedding_state=EmbeddingState.READY
+    ).update(
         embedding_state=EmbeddingState.FAILED,
         embedding_error=error[:2000],
         embedding_attempts=F("embedding_attempts") + 1,

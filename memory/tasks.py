@@ -29,7 +29,9 @@ def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
             # Eager mode has no broker to delay a retry with; the sweep retries later.
             logger.warning("embedding failed (eager): %s; the sweep will retry", exc)
             return 0
-        raise self.retry(exc=exc, countdown=min(300, 2 ** (self.request.retries + 1))) from exc
+        raise self.retry(
+            exc=exc, countdown=min(300, 2 ** (self.request.retries + 1))
+        ) from exc
 
 
 @shared_task

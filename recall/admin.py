@@ -6,7 +6,14 @@ from recall.models import AgentRecallSettings, Feedback, RecallConfig, RecallEve
 
 @admin.register(RecallEvent)
 class RecallEventAdmin(OrgScopedAdmin):
-    list_display = ["id", "query", "principal", "phase_reached", "total_tokens", "created_at"]
+    list_display = [
+        "id",
+        "query",
+        "principal",
+        "phase_reached",
+        "total_tokens",
+        "created_at",
+    ]
     list_filter = ["org"]
     search_fields = ["query"]
 

@@ -11,15 +11,24 @@ from memory.models import Memory
 
 
 def _node(m: Memory, depth: int) -> dict[str, Any]:
-    return {"id": m.pk, "tier": m.tier, "kind": m.kind, "content": m.content,
-            "status": m.status, "depth": depth, "session": m.session_id,
-            "external_ref": m.external_ref, "source_span": m.source_span,
-            "occurred_at": m.occurred_at.isoformat() if m.occurred_at else None,
-            "untrusted": True}
+    return {
+        "id": m.pk,
+        "tier": m.tier,
+        "kind": m.kind,
+        "content": m.content,
+        "status": m.status,
+        "depth": depth,
+        "session": m.session_id,
+        "external_ref": m.external_ref,
+        "source_span": m.source_span,
+        "occurred_at": m.occurred_at.isoformat() if m.occurred_at else None,
+        "untrusted": True,
+    }
 
 
-def _walk(principal: Principal, start: int, *, up: bool, max_depth: int, max_nodes: int
-          ) -> tuple[list[dict[str, Any]], str | None]:
+def _walk(
+    principal: Principal, start: int, *, up: bool, max_depth: int, max_nodes: int
+) -> tuple[list[dict[str, Any]], str | None]:
     through = Memory.derived_from.through
     seen = {start}
     frontier = [start]
@@ -29,10 +38,12 @@ def _walk(principal: Principal, start: int, *, up: bool, max_depth: int, max_nod
             return out, None
         if up:
             pairs = through.objects.filter(from_memory_id__in=frontier).values_list(
-                "to_memory_id", flat=True)
+                "to_memory_id", flat=True
+            )
         else:
             pairs = through.objects.filter(to_memory_id__in=frontier).values_list(
-                "from_memory_id", flat=True)
+                "from_memory_id", flat=True
+            )
         ids = [i for i in dict.fromkeys(pairs) if i not in seen]
         rows = Memory.objects.filter(visibility_q(principal), pk__in=ids).order_by("id")
         frontier = []
@@ -45,13 +56,16 @@ def _walk(principal: Principal, start: int, *, up: bool, max_depth: int, max_nod
     return out, ("max_depth" if frontier else None)
 
 
-def trace(principal: Principal, memory: Memory, *, max_depth: int = 4,
-          max_nodes: int = 200) -> dict[str, Any]:
+def trace(
+    principal: Principal, memory: Memory, *, max_depth: int = 4, max_nodes: int = 200
+) -> dict[str, Any]:
     """Lineage of ``memory`` for ``principal``; ``stopped_reason`` says if it was cut."""
-    up, up_stop = _walk(principal, memory.pk, up=True, max_depth=max_depth,
-                        max_nodes=max_nodes)
-    down, down_stop = _walk(principal, memory.pk, up=False, max_depth=max_depth,
-                            max_nodes=max_nodes)
+    up, up_stop = _walk(
+        principal, memory.pk, up=True, max_depth=max_depth, max_nodes=max_nodes
+    )
+    down, down_stop = _walk(
+        principal, memory.pk, up=False, max_depth=max_depth, max_nodes=max_nodes
+    )
     chain = []
     visible = Memory.objects.filter(visibility_q(principal))
     older = list(visible.filter(superseded_by=memory))

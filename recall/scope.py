@@ -28,10 +28,14 @@ class Scope:
     as_of: datetime | None = None
     known_at: datetime | None = None
 
-    def with_tiers(self, tiers: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Scope:
+    def with_tiers(
+        self, tiers: tuple[str, ...], kinds: tuple[str, ...] | None = None
+    ) -> Scope:
         from dataclasses import replace
 
-        return replace(self, tiers=tiers, kinds=kinds if kinds is not None else self.kinds)
+        return replace(
+            self, tiers=tiers, kinds=kinds if kinds is not None else self.kinds
+        )
 
 
 def eligibility_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:

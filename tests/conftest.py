@@ -56,21 +56,37 @@ def world(db: Any) -> World:
     globex = Organization.objects.create(name="Globex", slug="globex")
     team_a = Team.objects.create(org=acme, name="Team A", slug="a")
     team_b = Team.objects.create(org=acme, name="Team B", slug="b")
-    users = {n: User.objects.create_user(n, password="pw-" + n) for n in
-             ["alice", "bob", "vera", "olivia", "carol", "nora"]}
+    users = {
+        n: User.objects.create_user(n, password="pw-" + n)
+        for n in ["alice", "bob", "vera", "olivia", "carol", "nora"]
+    }
     _member(users["alice"], acme, Role.MEMBER, team_a)
     _member(users["bob"], acme, Role.MEMBER, team_b)
     _member(users["vera"], acme, Role.VIEWER)
     _member(users["olivia"], acme, Role.ADMIN, team_a, team_b)
     _member(users["carol"], globex, Role.MEMBER)
-    agent_a = Agent.objects.create(org=acme, name="agent-a", team=team_a,
-                                   default_visibility="team")
+    agent_a = Agent.objects.create(
+        org=acme, name="agent-a", team=team_a, default_visibility="team"
+    )
     _, key_a = ApiKey.issue(agent=agent_a)
     agent_g = Agent.objects.create(org=globex, name="agent-g", default_visibility="org")
     _, key_g = ApiKey.issue(agent=agent_g)
-    return World(acme, globex, team_a, team_b, users["alice"], users["bob"], users["vera"],
-                 users["olivia"], users["carol"], users["nora"], agent_a, key_a, agent_g,
-                 key_g)
+    return World(
+        acme,
+        globex,
+        team_a,
+        team_b,
+        users["alice"],
+        users["bob"],
+        users["vera"],
+        users["olivia"],
+        users["carol"],
+        users["nora"],
+        agent_a,
+        key_a,
+        agent_g,
+        key_g,
+    )
 
 
 @pytest.fixture

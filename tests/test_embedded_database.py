@@ -24,7 +24,9 @@ def data_dir():
 def test_the_server_starts_keeps_data_across_a_restart_and_has_pgvector(data_dir):
     host = database.ensure_server(data_dir)
     database.ensure_database(host, "probe")
-    with psycopg.connect(host=host, user="postgres", dbname="probe", autocommit=True) as c:
+    with psycopg.connect(
+        host=host, user="postgres", dbname="probe", autocommit=True
+    ) as c:
         c.execute("CREATE EXTENSION IF NOT EXISTS vector")
         c.execute("CREATE TABLE kept (v vector(3))")
         c.execute("INSERT INTO kept VALUES ('[1,2,3]')")

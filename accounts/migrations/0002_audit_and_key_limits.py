@@ -6,36 +6,73 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='apikey',
-            name='rate_limit_per_minute',
-            field=models.PositiveIntegerField(blank=True, help_text='Requests per minute for this key; empty = the default (MNEMO_RATE_LIMIT_PER_MINUTE).', null=True),
+            model_name="apikey",
+            name="rate_limit_per_minute",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Requests per minute for this key; empty = the default (MNEMO_RATE_LIMIT_PER_MINUTE).",
+                null=True,
+            ),
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('actor', models.CharField(help_text='user:<id>, agent:<id> or system', max_length=100)),
-                ('actor_name', models.CharField(blank=True, default='', max_length=200)),
-                ('action', models.CharField(max_length=60)),
-                ('target_type', models.CharField(blank=True, default='', max_length=60)),
-                ('target_id', models.CharField(blank=True, default='', max_length=60)),
-                ('before', models.JSONField(blank=True, null=True)),
-                ('after', models.JSONField(blank=True, null=True)),
-                ('note', models.TextField(blank=True, default='')),
-                ('context', models.JSONField(blank=True, default=dict, help_text='path, ip, user agent')),
-                ('org', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='accounts.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "actor",
+                    models.CharField(
+                        help_text="user:<id>, agent:<id> or system", max_length=100
+                    ),
+                ),
+                (
+                    "actor_name",
+                    models.CharField(blank=True, default="", max_length=200),
+                ),
+                ("action", models.CharField(max_length=60)),
+                (
+                    "target_type",
+                    models.CharField(blank=True, default="", max_length=60),
+                ),
+                ("target_id", models.CharField(blank=True, default="", max_length=60)),
+                ("before", models.JSONField(blank=True, null=True)),
+                ("after", models.JSONField(blank=True, null=True)),
+                ("note", models.TextField(blank=True, default="")),
+                (
+                    "context",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="path, ip, user agent"
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
-                'indexes': [models.Index(fields=['org', '-at'], name='audit_org_at')],
+                "ordering": ["-at", "-id"],
+                "indexes": [models.Index(fields=["org", "-at"], name="audit_org_at")],
             },
         ),
     ]

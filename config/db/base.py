@@ -46,7 +46,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
             # Serve traffic as the application role: it owns nothing, so row-level
             # security applies to every statement (see config/db/roles.py).
             roles.provision(
-                roles.owner_params(params, self.settings_dict), role,
+                roles.owner_params(params, self.settings_dict),
+                role,
                 roles.app_password(self.settings_dict),
             )
             params["user"] = role

@@ -99,6 +99,7 @@ class ConflictFilters(serializers.Serializer):
 
 class ConflictList(APIView):
     pagination_class = Cursor  # documents the page shape in the schema
+
     @extend_schema(
         parameters=[
             OpenApiParameter(

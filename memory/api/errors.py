@@ -25,7 +25,13 @@ def _first_field(detail: Any, prefix: str = "") -> tuple[str, str]:
     """The first (field path, message) in a DRF error detail tree."""
     if isinstance(detail, dict):
         for key, value in detail.items():
-            name = key if not prefix else (f"{prefix}.{key}" if not str(key).isdigit() else f"{prefix}[{key}]")
+            name = (
+                key
+                if not prefix
+                else (
+                    f"{prefix}.{key}" if not str(key).isdigit() else f"{prefix}[{key}]"
+                )
+            )
             if value:
                 return _first_field(value, name)
     if isinstance(detail, list):
@@ -41,8 +47,14 @@ def _first_field(detail: Any, prefix: str = "") -> tuple[str, str]:
     return prefix or "non_field_errors", ""
 
 
-def error_response(message: str, *, status_code: int, field: str | None = None,
-                   detail: Any = None, headers: dict[str, str] | None = None) -> Response:
+def error_response(
+    message: str,
+    *,
+    status_code: int,
+    field: str | None = None,
+    detail: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
     body: dict[str, Any] = {"error": message}
     if field:
         body["field"] = field
@@ -54,7 +66,9 @@ def error_response(message: str, *, status_code: int, field: str | None = None,
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, WriteError):
         return error_response(
-            f"{exc.field}: {exc.message}", status_code=exc.status, field=exc.field,
+            f"{exc.field}: {exc.message}",
+            status_code=exc.status,
+            field=exc.field,
             detail={exc.field: [exc.message]},
         )
     if isinstance(exc, NotFound | Http404):
@@ -67,7 +81,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return error_response(str(exc), status_code=409)
     if isinstance(exc, OperationalError | InterfaceError | ImproperlyConfigured):
         return error_response(
-            "the database is unavailable; retry shortly", status_code=503,
+            "the database is unavailable; retry shortly",
+            status_code=503,
             headers={"Retry-After": "5"},
         )
     if isinstance(exc, DatabaseError):
@@ -76,10 +91,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         field, message = _first_field(exc.detail)
         return error_response(
             f"{field}: {message}" if field != "non_field_errors" else message,
-            status_code=400, field=field, detail=exc.detail,
+            status_code=400,
+            field=field,
+            detail=exc.detail,
         )
     response = drf_handler(exc, context)
-    if response is not None and isinstance(response.data, dict) and "detail" in response.data:
+    if (
+        response is not None
+        and isinstance(response.data, dict)
+        and "detail" in response.data
+    ):
         response.data = {"error": str(response.data["detail"])}
     return response
 

@@ -52,17 +52,23 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
         if not key.strip() or len(key) > MAX_KEY_LENGTH:
             return error_response(
                 f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} characters",
-                status_code=400, field="Idempotency-Key",
+                status_code=400,
+                field="Idempotency-Key",
             )
         principal = principal_for_request(request)
         digest = hashlib.sha256(
-            request.method.encode() + b" " + request.path.encode() + b"\n" + request.body
+            request.method.encode()
+            + b" "
+            + request.path.encode()
+            + b"\n"
+            + request.body
         ).hexdigest()
         with transaction.atomic():
             if not _try_lock(principal.org_id, principal.label, key):
                 return error_response(
                     "a request with this Idempotency-Key is still in progress",
-                    status_code=409, field="Idempotency-Key",
+                    status_code=409,
+                    field="Idempotency-Key",
                     headers={"Retry-After": "1"},
                 )
             first = IdempotencyRecord.objects.filter(
@@ -72,15 +78,18 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
                 if first.request_hash != digest:
                     return error_response(
                         "Idempotency-Key was already used with a different request body",
-                        status_code=422, field="Idempotency-Key",
+                        status_code=422,
+                        field="Idempotency-Key",
                     )
                 if first.status_code is None:
                     return error_response(
                         "a request with this Idempotency-Key is still in progress",
-                        status_code=409, field="Idempotency-Key",
+                        status_code=409,
+                        field="Idempotency-Key",
                     )
                 return Response(
-                    first.response, status=first.status_code,
+                    first.response,
+                    status=first.status_code,
                     headers={"Idempotent-Replayed": "true"},
                 )
             response = view(self, request, *args, **kwargs)
@@ -90,8 +99,11 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             try:
                 with transaction.atomic():
                     IdempotencyRecord.objects.create(
-                        org_id=principal.org_id, principal=principal.label, key=key,
-                        request_hash=digest, status_code=response.status_code,
+                        org_id=principal.org_id,
+                        principal=principal.label,
+                        key=key,
+                        request_hash=digest,
+                        status_code=response.status_code,
                         response=json.loads(JSONRenderer().render(response.data)),
                     )
             except IntegrityError:
@@ -100,7 +112,8 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
                 transaction.set_rollback(True)
                 return error_response(
                     "a request with this Idempotency-Key is still in progress",
-                    status_code=409, field="Idempotency-Key",
+                    status_code=409,
+                    field="Idempotency-Key",
                     headers={"Retry-After": "1"},
                 )
         return response

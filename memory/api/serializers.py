@@ -31,8 +31,14 @@ class SessionOut(serializers.ModelSerializer):
     class Meta:
         model = Session
         fields = [
-            "id", "external_id", "participants", "started_at", "metadata", "visibility",
-            "team_id", "created_at",
+            "id",
+            "external_id",
+            "participants",
+            "started_at",
+            "metadata",
+            "visibility",
+            "team_id",
+            "created_at",
         ]
 
 
@@ -42,7 +48,9 @@ class MessageIn(serializers.Serializer):
     speaker = serializers.CharField(max_length=200, required=False, allow_blank=True)
     kind = serializers.ChoiceField(choices=RAW_KINDS, default="message")
     occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-    external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    external_ref = serializers.CharField(
+        max_length=200, required=False, allow_blank=True
+    )
     metadata = serializers.DictField(required=False)
     visibility = serializers.ChoiceField(choices=Visibility.choices, required=False)
     team_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
@@ -54,11 +62,18 @@ class MessageIn(serializers.Serializer):
     def to_input(self) -> MemoryInput:
         d: dict[str, Any] = self.validated_data
         return MemoryInput(
-            content=d["content"], tier="raw", kind=d["kind"], role=d["role"],
-            speaker=d.get("speaker", ""), occurred_at=d.get("occurred_at"),
-            external_ref=d.get("external_ref", ""), metadata=d.get("metadata", {}),
-            visibility=d.get("visibility"), team_id=d.get("team_id"),
-            idempotency_key=d.get("idempotency_key"), env_tags=tuple(d.get("env_tags", ())),
+            content=d["content"],
+            tier="raw",
+            kind=d["kind"],
+            role=d["role"],
+            speaker=d.get("speaker", ""),
+            occurred_at=d.get("occurred_at"),
+            external_ref=d.get("external_ref", ""),
+            metadata=d.get("metadata", {}),
+            visibility=d.get("visibility"),
+            team_id=d.get("team_id"),
+            idempotency_key=d.get("idempotency_key"),
+            env_tags=tuple(d.get("env_tags", ())),
         )
 
 
@@ -76,7 +91,9 @@ class MemoryIn(serializers.Serializer):
     valid_to = serializers.DateTimeField(required=False, allow_null=True)
     role = serializers.ChoiceField(choices=ROLES, required=False)
     speaker = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    external_ref = serializers.CharField(
+        max_length=200, required=False, allow_blank=True
+    )
     metadata = serializers.DictField(required=False)
     visibility = serializers.ChoiceField(choices=Visibility.choices, required=False)
     team_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
@@ -97,8 +114,10 @@ class MemoryIn(serializers.Serializer):
         tier, kind = attrs["tier"], attrs["kind"]
         if kind not in KINDS_BY_TIER[tier]:
             raise serializers.ValidationError(
-                {"kind": f"kind {kind!r} does not belong to tier {tier!r}; "
-                 f"one of {list(KINDS_BY_TIER[tier])}"}
+                {
+                    "kind": f"kind {kind!r} does not belong to tier {tier!r}; "
+                    f"one of {list(KINDS_BY_TIER[tier])}"
+                }
             )
         vf, vt = attrs.get("valid_from"), attrs.get("valid_to")
         if vf and vt and vt <= vf:
@@ -108,14 +127,24 @@ class MemoryIn(serializers.Serializer):
     def to_input(self) -> MemoryInput:
         d: dict[str, Any] = self.validated_data
         return MemoryInput(
-            content=d["content"], tier=d["tier"], kind=d["kind"],
-            occurred_at=d.get("occurred_at"), valid_from=d.get("valid_from"),
-            valid_to=d.get("valid_to"), role=d.get("role", ""), speaker=d.get("speaker", ""),
-            external_ref=d.get("external_ref", ""), metadata=d.get("metadata", {}),
-            visibility=d.get("visibility"), team_id=d.get("team_id"),
-            derived_from=tuple(d.get("derived_from", ())), source_span=d.get("source_span"),
-            confidence=d.get("confidence", 1.0), env_tags=tuple(d.get("env_tags", ())),
-            keywords=tuple(d.get("keywords", ())), idempotency_key=d.get("idempotency_key"),
+            content=d["content"],
+            tier=d["tier"],
+            kind=d["kind"],
+            occurred_at=d.get("occurred_at"),
+            valid_from=d.get("valid_from"),
+            valid_to=d.get("valid_to"),
+            role=d.get("role", ""),
+            speaker=d.get("speaker", ""),
+            external_ref=d.get("external_ref", ""),
+            metadata=d.get("metadata", {}),
+            visibility=d.get("visibility"),
+            team_id=d.get("team_id"),
+            derived_from=tuple(d.get("derived_from", ())),
+            source_span=d.get("source_span"),
+            confidence=d.get("confidence", 1.0),
+            env_tags=tuple(d.get("env_tags", ())),
+            keywords=tuple(d.get("keywords", ())),
+            idempotency_key=d.get("idempotency_key"),
         )
 
 
@@ -145,11 +174,32 @@ class MemoryOut(serializers.ModelSerializer):
     class Meta:
         model = Memory
         fields = [
-            "id", "tier", "kind", "content", "session_id", "seq", "role", "speaker",
-            "metadata", "external_ref", "occurred_at", "valid_from", "valid_to",
-            "recorded_at", "superseded_at", "status", "superseded_by_id", "visibility",
-            "team_id", "embedding_state", "content_sha256", "confidence", "env_tags",
-            "keywords", "source_span", "untrusted",
+            "id",
+            "tier",
+            "kind",
+            "content",
+            "session_id",
+            "seq",
+            "role",
+            "speaker",
+            "metadata",
+            "external_ref",
+            "occurred_at",
+            "valid_from",
+            "valid_to",
+            "recorded_at",
+            "superseded_at",
+            "status",
+            "superseded_by_id",
+            "visibility",
+            "team_id",
+            "embedding_state",
+            "content_sha256",
+            "confidence",
+            "env_tags",
+            "keywords",
+            "source_span",
+            "untrusted",
         ]
 
     def get_untrusted(self, obj: Memory) -> bool:

@@ -4,7 +4,9 @@ from memory.api import views
 
 urlpatterns = [
     path("sessions", views.SessionListCreate.as_view(), name="api-sessions"),
-    path("sessions/<int:session_id>", views.SessionDetail.as_view(), name="api-session"),
+    path(
+        "sessions/<int:session_id>", views.SessionDetail.as_view(), name="api-session"
+    ),
     path(
         "sessions/<int:session_id>/messages",
         views.SessionMessages.as_view(),

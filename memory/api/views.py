@@ -29,7 +29,8 @@ def parse_items(raw: Any, serializer: type[Any], prefix: str) -> list[MemoryInpu
         raise WriteError("a non-empty list is required", field=prefix)
     if len(raw) > settings.MNEMO_MAX_BATCH:
         raise WriteError(
-            f"{len(raw)} items; the batch limit is {settings.MNEMO_MAX_BATCH}", field=prefix
+            f"{len(raw)} items; the batch limit is {settings.MNEMO_MAX_BATCH}",
+            field=prefix,
         )
     items = []
     for i, item in enumerate(raw):
@@ -58,12 +59,19 @@ def write_result(result: services.RememberResult, status: int = 201) -> Response
 
 class SessionListCreate(APIView):
     pagination_class = Cursor  # documents the GET page shape in the schema
-    @extend_schema(request=s.SessionIn, responses={201: s.SessionOut}, operation_id="sessions_create")
+
+    @extend_schema(
+        request=s.SessionIn,
+        responses={201: s.SessionOut},
+        operation_id="sessions_create",
+    )
     @idempotent
     def post(self, request: Request) -> Response:
         ser = s.SessionIn(data=request.data)
         ser.is_valid(raise_exception=True)
-        session = services.session_create(principal=principal_for_request(request), **ser.validated_data)
+        session = services.session_create(
+            principal=principal_for_request(request), **ser.validated_data
+        )
         return Response(s.SessionOut(session).data, status=201)
 
     @extend_schema(
@@ -89,7 +97,12 @@ class SessionDetail(APIView):
 
 class SessionMessages(APIView):
     pagination_class = Cursor
-    @extend_schema(request=s.MessagesIn, responses={201: s.WriteResultOut}, operation_id="messages_create")
+
+    @extend_schema(
+        request=s.MessagesIn,
+        responses={201: s.WriteResultOut},
+        operation_id="messages_create",
+    )
     @idempotent
     def post(self, request: Request, session_id: int) -> Response:
         principal = principal_for_request(request)
@@ -101,11 +114,17 @@ class SessionMessages(APIView):
         )
         return write_result(result)
 
-    @extend_schema(responses={200: s.MemoryOut(many=True)}, operation_id="messages_list")
+    @extend_schema(
+        responses={200: s.MemoryOut(many=True)}, operation_id="messages_list"
+    )
     def get(self, request: Request, session_id: int) -> Response:
         principal = principal_for_request(request)
         session = services.access_session(principal, session_id)
-        qs = Memory.objects.visible_to(principal).filter(session=session).order_by("seq", "id")
+        qs = (
+            Memory.objects.visible_to(principal)
+            .filter(session=session)
+            .order_by("seq", "id")
+        )
         paginator = Cursor()
         paginator.ordering = "seq"
         page = paginator.paginate_queryset(qs, request, view=self)
@@ -113,12 +132,15 @@ class SessionMessages(APIView):
 
 
 MEMORY_FILTERS = [
-    OpenApiParameter("tier", str), OpenApiParameter("kind", str),
-    OpenApiParameter("session", int), OpenApiParameter("entity", str,
-        description="entity id or name"),
+    OpenApiParameter("tier", str),
+    OpenApiParameter("kind", str),
+    OpenApiParameter("session", int),
+    OpenApiParameter("entity", str, description="entity id or name"),
     OpenApiParameter("occurred_after", OpenApiTypes.DATETIME),
     OpenApiParameter("occurred_before", OpenApiTypes.DATETIME),
-    OpenApiParameter("status", str, description="active (default), superseded, retracted, any"),
+    OpenApiParameter(
+        "status", str, description="active (default), superseded, retracted, any"
+    ),
     OpenApiParameter("q", str, description="full-text filter"),
 ]
 
@@ -130,7 +152,9 @@ class MemoryFilters(serializers.Serializer):
     entity = serializers.CharField(required=False, max_length=200)
     occurred_after = serializers.DateTimeField(required=False)
     occurred_before = serializers.DateTimeField(required=False)
-    status = serializers.ChoiceField(choices=[*Status.values, "any"], default=Status.ACTIVE)
+    status = serializers.ChoiceField(
+        choices=[*Status.values, "any"], default=Status.ACTIVE
+    )
     q = serializers.CharField(required=False, max_length=2000)
 
 
@@ -161,7 +185,12 @@ def filter_memories(qs: Any, f: dict[str, Any]) -> Any:
 
 class MemoryListCreate(APIView):
     pagination_class = Cursor
-    @extend_schema(request=s.MemoriesIn, responses={201: s.WriteResultOut}, operation_id="memories_create")
+
+    @extend_schema(
+        request=s.MemoriesIn,
+        responses={201: s.WriteResultOut},
+        operation_id="memories_create",
+    )
     @idempotent
     def post(self, request: Request) -> Response:
         principal = principal_for_request(request)
@@ -170,14 +199,22 @@ class MemoryListCreate(APIView):
         items = parse_items(raw, s.MemoryIn, "memories")
         session_ids = {item.get("session_id") for item in raw if isinstance(item, dict)}
         if len(session_ids - {None}) > 1:
-            raise WriteError("one batch writes into at most one session", field="memories")
+            raise WriteError(
+                "one batch writes into at most one session", field="memories"
+            )
         session = None
         if sid := next(iter(session_ids - {None}), None):
             session = services.access_session(principal, sid)
-        result = services.memory_remember(principal=principal, items=items, session=session)
+        result = services.memory_remember(
+            principal=principal, items=items, session=session
+        )
         return write_result(result)
 
-    @extend_schema(parameters=MEMORY_FILTERS, responses={200: s.MemoryOut(many=True)}, operation_id="memories_list")
+    @extend_schema(
+        parameters=MEMORY_FILTERS,
+        responses={200: s.MemoryOut(many=True)},
+        operation_id="memories_list",
+    )
     def get(self, request: Request) -> Response:
         principal = principal_for_request(request)
         f = MemoryFilters(data=request.query_params)
@@ -196,7 +233,11 @@ class MemoryDetail(APIView):
 
 
 class MemorySupersede(APIView):
-    @extend_schema(request=s.SupersedeIn, responses={201: s.MemoryOut}, operation_id="memories_supersede")
+    @extend_schema(
+        request=s.SupersedeIn,
+        responses={201: s.MemoryOut},
+        operation_id="memories_supersede",
+    )
     @idempotent
     def post(self, request: Request, memory_id: int) -> Response:
         ser = s.SupersedeIn(data=request.data)
@@ -205,38 +246,57 @@ class MemorySupersede(APIView):
         principal = principal_for_request(request)
         old = services.access_memory(principal, memory_id)
         correction = MemoryInput(
-            content=d["content"], tier=old.tier, kind=old.kind,
-            valid_from=d.get("valid_from"), valid_to=d.get("valid_to"),
-            occurred_at=d.get("occurred_at"), metadata=d.get("metadata", {}),
+            content=d["content"],
+            tier=old.tier,
+            kind=old.kind,
+            valid_from=d.get("valid_from"),
+            valid_to=d.get("valid_to"),
+            occurred_at=d.get("occurred_at"),
+            metadata=d.get("metadata", {}),
         )
         new = services.memory_supersede(
-            principal=principal, memory_id=memory_id, correction=correction,
+            principal=principal,
+            memory_id=memory_id,
+            correction=correction,
             reason=d.get("reason", ""),
         )
         audit_record(
-            org_id=principal.org_id, action="memory.supersede", principal=principal,
+            org_id=principal.org_id,
+            action="memory.supersede",
+            principal=principal,
             target=old,
             before={"status": old.status, "content_sha256": old.content_sha256},
             after={"superseded_by": new.pk, "content_sha256": new.content_sha256},
-            note=d.get("reason", ""), request=request,
+            note=d.get("reason", ""),
+            request=request,
         )
         return Response(s.MemoryOut(new).data, status=201)
 
 
 class MemoryRetract(APIView):
-    @extend_schema(request=s.RetractIn, responses={200: s.MemoryOut}, operation_id="memories_retract")
+    @extend_schema(
+        request=s.RetractIn,
+        responses={200: s.MemoryOut},
+        operation_id="memories_retract",
+    )
     @idempotent
     def post(self, request: Request, memory_id: int) -> Response:
         ser = s.RetractIn(data=request.data)
         ser.is_valid(raise_exception=True)
         principal = principal_for_request(request)
         memory = services.memory_retract(
-            principal=principal, memory_id=memory_id,
+            principal=principal,
+            memory_id=memory_id,
             reason=ser.validated_data.get("reason", ""),
         )
         audit_record(
-            org_id=principal.org_id, action="memory.retract", principal=principal,
-            target=memory, before={"status": "active"}, after={"status": memory.status},
-            note=ser.validated_data.get("reason", ""), request=request,
+            org_id=principal.org_id,
+            action="memory.retract",
+            principal=principal,
+            target=memory,
+            before={"status": "active"},
+            after={"status": memory.status},
+            note=ser.validated_data.get("reason", ""),
+            request=request,
         )
         return Response(s.MemoryOut(memory).data)

@@ -12,297 +12,871 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('memory', '0001_extensions'),
+        ("accounts", "0001_initial"),
+        ("memory", "0001_extensions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Conflict',
+            name="Conflict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('fact_conflict', 'Fact conflict'), ('evidence_conflict', 'Evidence conflict')], max_length=20)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('resolved', 'Resolved'), ('dismissed', 'Dismissed')], default='open', max_length=10)),
-                ('predicate', models.CharField(blank=True, default='', max_length=100)),
-                ('summary', models.TextField(blank=True, default='')),
-                ('resolution', models.JSONField(blank=True, null=True)),
-                ('note', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('resolver', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("fact_conflict", "Fact conflict"),
+                            ("evidence_conflict", "Evidence conflict"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("open", "Open"),
+                            ("resolved", "Resolved"),
+                            ("dismissed", "Dismissed"),
+                        ],
+                        default="open",
+                        max_length=10,
+                    ),
+                ),
+                ("predicate", models.CharField(blank=True, default="", max_length=100)),
+                ("summary", models.TextField(blank=True, default="")),
+                ("resolution", models.JSONField(blank=True, null=True)),
+                ("note", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "resolver",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ConflictEvent',
+            name="ConflictEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(max_length=30)),
-                ('actor', models.CharField(max_length=100)),
-                ('note', models.TextField(blank=True, default='')),
-                ('data', models.JSONField(blank=True, default=dict)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('conflict', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='memory.conflict')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("action", models.CharField(max_length=30)),
+                ("actor", models.CharField(max_length=100)),
+                ("note", models.TextField(blank=True, default="")),
+                ("data", models.JSONField(blank=True, default=dict)),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "conflict",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="memory.conflict",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Entity',
+            name="Entity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('normalized_name', models.CharField(max_length=200)),
-                ('type', models.CharField(choices=[('person', 'Person'), ('place', 'Place'), ('organization', 'Organization'), ('date', 'Date/time'), ('event', 'Event'), ('thing', 'Thing')], default='thing', max_length=20)),
-                ('aliases', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200), blank=True, default=list, size=None)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True)),
-                ('unstable', models.BooleanField(default=False)),
-                ('unstable_since', models.DateTimeField(blank=True, null=True)),
-                ('mention_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('merged_into', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='merged', to='memory.entity')),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("normalized_name", models.CharField(max_length=200)),
+                (
+                    "type",
+                    models.CharField(
+                        choices=[
+                            ("person", "Person"),
+                            ("place", "Place"),
+                            ("organization", "Organization"),
+                            ("date", "Date/time"),
+                            ("event", "Event"),
+                            ("thing", "Thing"),
+                        ],
+                        default="thing",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "aliases",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=200),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                (
+                    "embedding",
+                    pgvector.django.vector.VectorField(
+                        blank=True, dimensions=384, null=True
+                    ),
+                ),
+                ("unstable", models.BooleanField(default=False)),
+                ("unstable_since", models.DateTimeField(blank=True, null=True)),
+                ("mention_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "merged_into",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="merged",
+                        to="memory.entity",
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'entities',
-                'ordering': ['name'],
-            },
-        ),
-        migrations.AddField(
-            model_name='conflict',
-            name='subject',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conflicts', to='memory.entity'),
-        ),
-        migrations.CreateModel(
-            name='IdempotencyRecord',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('principal', models.CharField(max_length=100)),
-                ('key', models.CharField(max_length=200)),
-                ('request_hash', models.CharField(max_length=64)),
-                ('status_code', models.PositiveSmallIntegerField(null=True)),
-                ('response', models.JSONField(null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-            ],
-        ),
-        migrations.CreateModel(
-            name='Memory',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('visibility', models.CharField(choices=[('private', 'Private (owner only)'), ('team', 'Team'), ('org', 'Organization')], default='org', max_length=10)),
-                ('seq', models.BigIntegerField(blank=True, help_text='Order in its session.', null=True)),
-                ('tier', models.CharField(choices=[('raw', 'Raw'), ('episodic', 'Episodic'), ('semantic', 'Semantic'), ('procedural', 'Procedural'), ('topic', 'Topic')], max_length=12)),
-                ('kind', models.CharField(max_length=20)),
-                ('content', models.TextField()),
-                ('context', models.TextField(blank=True, default='')),
-                ('role', models.CharField(blank=True, default='', max_length=20)),
-                ('speaker', models.CharField(blank=True, default='', max_length=200)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True)),
-                ('embedding_state', models.CharField(choices=[('pending', 'Pending'), ('ready', 'Ready'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('embedding_error', models.TextField(blank=True, default='')),
-                ('embedding_attempts', models.PositiveSmallIntegerField(default=0)),
-                ('embedded_at', models.DateTimeField(blank=True, null=True)),
-                ('search', models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.SearchVector('content', config='english', weight='A'), '||', django.contrib.postgres.search.SearchVector('context', config='english', weight='B'), django.contrib.postgres.search.SearchConfig('english')), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('keywords', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=100), blank=True, default=list, size=None)),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('idempotency_key', models.CharField(blank=True, max_length=200, null=True)),
-                ('occurred_at', models.DateTimeField(blank=True, null=True)),
-                ('valid_from', models.DateTimeField(blank=True, null=True)),
-                ('valid_to', models.DateTimeField(blank=True, null=True)),
-                ('recorded_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('superseded_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('superseded', 'Superseded'), ('retracted', 'Retracted')], default='active', max_length=12)),
-                ('source_span', models.JSONField(blank=True, null=True)),
-                ('external_ref', models.CharField(blank=True, default='', max_length=200)),
-                ('confidence', models.FloatField(default=1.0)),
-                ('reinforcement', models.JSONField(blank=True, default=dict)),
-                ('env_tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=100), blank=True, default=list, size=None)),
-                ('access_count', models.PositiveIntegerField(default=0)),
-                ('derived_from', models.ManyToManyField(blank=True, related_name='derivations', to='memory.memory')),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('owner_agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='accounts.agent')),
-                ('owner_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('superseded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='supersedes', to='memory.memory')),
-                ('team', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='accounts.team')),
-            ],
-            options={
-                'verbose_name_plural': 'memories',
-                'ordering': ['-recorded_at', '-id'],
-            },
-        ),
-        migrations.AddField(
-            model_name='conflict',
-            name='chosen',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.memory'),
-        ),
-        migrations.CreateModel(
-            name='Mention',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('surface', models.CharField(max_length=200)),
-                ('start', models.PositiveIntegerField(blank=True, null=True)),
-                ('end', models.PositiveIntegerField(blank=True, null=True)),
-                ('entity', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='mentions', to='memory.entity')),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='mentions', to='memory.memory')),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-            ],
-        ),
-        migrations.CreateModel(
-            name='Relationship',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('visibility', models.CharField(choices=[('private', 'Private (owner only)'), ('team', 'Team'), ('org', 'Organization')], default='org', max_length=10)),
-                ('predicate', models.CharField(max_length=100)),
-                ('object_literal', models.CharField(blank=True, default='', max_length=500)),
-                ('valid_from', models.DateTimeField(blank=True, null=True)),
-                ('valid_to', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('superseded', 'Superseded'), ('retracted', 'Retracted')], default='active', max_length=12)),
-                ('semantic_group', models.CharField(blank=True, db_index=True, default='', max_length=64)),
-                ('asserted_by', models.JSONField(blank=True, default=list)),
-                ('recorded_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('superseded_at', models.DateTimeField(blank=True, null=True)),
-                ('evidence', models.ManyToManyField(blank=True, related_name='supported_relationships', to='memory.memory')),
-                ('object_entity', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='incoming', to='memory.entity')),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('owner_agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='accounts.agent')),
-                ('owner_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('statement', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='relationships', to='memory.memory')),
-                ('subject', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='outgoing', to='memory.entity')),
-                ('team', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='accounts.team')),
-            ],
-            options={
-                'ordering': ['subject', 'predicate'],
-            },
-        ),
-        migrations.CreateModel(
-            name='ConflictAlternative',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('quote', models.TextField(blank=True, default='')),
-                ('supporters', models.JSONField(blank=True, default=list)),
-                ('conflict', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='alternatives', to='memory.conflict')),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conflict_sides', to='memory.memory')),
-                ('relationship', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.relationship')),
-            ],
-        ),
-        migrations.CreateModel(
-            name='Session',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('visibility', models.CharField(choices=[('private', 'Private (owner only)'), ('team', 'Team'), ('org', 'Organization')], default='org', max_length=10)),
-                ('external_id', models.CharField(max_length=200)),
-                ('participants', models.JSONField(blank=True, default=list)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('next_seq', models.BigIntegerField(default=0, editable=False)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('owner_agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='accounts.agent')),
-                ('owner_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('team', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='accounts.team')),
-            ],
-            options={
-                'ordering': ['-created_at', '-id'],
+                "verbose_name_plural": "entities",
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='memory',
-            name='session',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='memories', to='memory.session'),
+            model_name="conflict",
+            name="subject",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="conflicts",
+                to="memory.entity",
+            ),
+        ),
+        migrations.CreateModel(
+            name="IdempotencyRecord",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("principal", models.CharField(max_length=100)),
+                ("key", models.CharField(max_length=200)),
+                ("request_hash", models.CharField(max_length=64)),
+                ("status_code", models.PositiveSmallIntegerField(null=True)),
+                ("response", models.JSONField(null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+            ],
+        ),
+        migrations.CreateModel(
+            name="Memory",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[
+                            ("private", "Private (owner only)"),
+                            ("team", "Team"),
+                            ("org", "Organization"),
+                        ],
+                        default="org",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "seq",
+                    models.BigIntegerField(
+                        blank=True, help_text="Order in its session.", null=True
+                    ),
+                ),
+                (
+                    "tier",
+                    models.CharField(
+                        choices=[
+                            ("raw", "Raw"),
+                            ("episodic", "Episodic"),
+                            ("semantic", "Semantic"),
+                            ("procedural", "Procedural"),
+                            ("topic", "Topic"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("kind", models.CharField(max_length=20)),
+                ("content", models.TextField()),
+                ("context", models.TextField(blank=True, default="")),
+                ("role", models.CharField(blank=True, default="", max_length=20)),
+                ("speaker", models.CharField(blank=True, default="", max_length=200)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "embedding",
+                    pgvector.django.vector.VectorField(
+                        blank=True, dimensions=384, null=True
+                    ),
+                ),
+                (
+                    "embedding_state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("ready", "Ready"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("embedding_error", models.TextField(blank=True, default="")),
+                ("embedding_attempts", models.PositiveSmallIntegerField(default=0)),
+                ("embedded_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "search",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=django.contrib.postgres.search.CombinedSearchVector(
+                            django.contrib.postgres.search.SearchVector(
+                                "content", config="english", weight="A"
+                            ),
+                            "||",
+                            django.contrib.postgres.search.SearchVector(
+                                "context", config="english", weight="B"
+                            ),
+                            django.contrib.postgres.search.SearchConfig("english"),
+                        ),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                (
+                    "keywords",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=100),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("content_sha256", models.CharField(max_length=64)),
+                (
+                    "idempotency_key",
+                    models.CharField(blank=True, max_length=200, null=True),
+                ),
+                ("occurred_at", models.DateTimeField(blank=True, null=True)),
+                ("valid_from", models.DateTimeField(blank=True, null=True)),
+                ("valid_to", models.DateTimeField(blank=True, null=True)),
+                (
+                    "recorded_at",
+                    models.DateTimeField(default=django.utils.timezone.now),
+                ),
+                ("superseded_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("superseded", "Superseded"),
+                            ("retracted", "Retracted"),
+                        ],
+                        default="active",
+                        max_length=12,
+                    ),
+                ),
+                ("source_span", models.JSONField(blank=True, null=True)),
+                (
+                    "external_ref",
+                    models.CharField(blank=True, default="", max_length=200),
+                ),
+                ("confidence", models.FloatField(default=1.0)),
+                ("reinforcement", models.JSONField(blank=True, default=dict)),
+                (
+                    "env_tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=100),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("access_count", models.PositiveIntegerField(default=0)),
+                (
+                    "derived_from",
+                    models.ManyToManyField(
+                        blank=True, related_name="derivations", to="memory.memory"
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "owner_agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="accounts.agent",
+                    ),
+                ),
+                (
+                    "owner_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "superseded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="supersedes",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "team",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="accounts.team",
+                    ),
+                ),
+            ],
+            options={
+                "verbose_name_plural": "memories",
+                "ordering": ["-recorded_at", "-id"],
+            },
+        ),
+        migrations.AddField(
+            model_name="conflict",
+            name="chosen",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="memory.memory",
+            ),
+        ),
+        migrations.CreateModel(
+            name="Mention",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("surface", models.CharField(max_length=200)),
+                ("start", models.PositiveIntegerField(blank=True, null=True)),
+                ("end", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "entity",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="mentions",
+                        to="memory.entity",
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="mentions",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+            ],
+        ),
+        migrations.CreateModel(
+            name="Relationship",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[
+                            ("private", "Private (owner only)"),
+                            ("team", "Team"),
+                            ("org", "Organization"),
+                        ],
+                        default="org",
+                        max_length=10,
+                    ),
+                ),
+                ("predicate", models.CharField(max_length=100)),
+                (
+                    "object_literal",
+                    models.CharField(blank=True, default="", max_length=500),
+                ),
+                ("valid_from", models.DateTimeField(blank=True, null=True)),
+                ("valid_to", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("superseded", "Superseded"),
+                            ("retracted", "Retracted"),
+                        ],
+                        default="active",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "semantic_group",
+                    models.CharField(
+                        blank=True, db_index=True, default="", max_length=64
+                    ),
+                ),
+                ("asserted_by", models.JSONField(blank=True, default=list)),
+                (
+                    "recorded_at",
+                    models.DateTimeField(default=django.utils.timezone.now),
+                ),
+                ("superseded_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "evidence",
+                    models.ManyToManyField(
+                        blank=True,
+                        related_name="supported_relationships",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "object_entity",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="incoming",
+                        to="memory.entity",
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "owner_agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="accounts.agent",
+                    ),
+                ),
+                (
+                    "owner_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "statement",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="relationships",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "subject",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="outgoing",
+                        to="memory.entity",
+                    ),
+                ),
+                (
+                    "team",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="accounts.team",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["subject", "predicate"],
+            },
+        ),
+        migrations.CreateModel(
+            name="ConflictAlternative",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("quote", models.TextField(blank=True, default="")),
+                ("supporters", models.JSONField(blank=True, default=list)),
+                (
+                    "conflict",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="alternatives",
+                        to="memory.conflict",
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="conflict_sides",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "relationship",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.relationship",
+                    ),
+                ),
+            ],
+        ),
+        migrations.CreateModel(
+            name="Session",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[
+                            ("private", "Private (owner only)"),
+                            ("team", "Team"),
+                            ("org", "Organization"),
+                        ],
+                        default="org",
+                        max_length=10,
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=200)),
+                ("participants", models.JSONField(blank=True, default=list)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("next_seq", models.BigIntegerField(default=0, editable=False)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "owner_agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="accounts.agent",
+                    ),
+                ),
+                (
+                    "owner_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "team",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="accounts.team",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["-created_at", "-id"],
+            },
+        ),
+        migrations.AddField(
+            model_name="memory",
+            name="session",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="memories",
+                to="memory.session",
+            ),
         ),
         migrations.AddIndex(
-            model_name='entity',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['normalized_name'], name='entity_name_trgm', opclasses=['gin_trgm_ops']),
+            model_name="entity",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["normalized_name"],
+                name="entity_name_trgm",
+                opclasses=["gin_trgm_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='entity',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='entity_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="entity",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="entity_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddConstraint(
-            model_name='entity',
-            constraint=models.UniqueConstraint(condition=models.Q(('merged_into__isnull', True)), fields=('org', 'normalized_name'), name='entity_unique_name_per_org'),
+            model_name="entity",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("merged_into__isnull", True)),
+                fields=("org", "normalized_name"),
+                name="entity_unique_name_per_org",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='idempotencyrecord',
-            constraint=models.UniqueConstraint(fields=('org', 'principal', 'key'), name='idempotency_unique_key'),
+            model_name="idempotencyrecord",
+            constraint=models.UniqueConstraint(
+                fields=("org", "principal", "key"), name="idempotency_unique_key"
+            ),
         ),
         migrations.AddIndex(
-            model_name='conflict',
-            index=models.Index(fields=['org', 'status'], name='conflict_org_status'),
+            model_name="conflict",
+            index=models.Index(fields=["org", "status"], name="conflict_org_status"),
         ),
         migrations.AddIndex(
-            model_name='mention',
-            index=models.Index(fields=['entity', 'memory'], name='mention_entity_memory'),
+            model_name="mention",
+            index=models.Index(
+                fields=["entity", "memory"], name="mention_entity_memory"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='mention',
-            constraint=models.UniqueConstraint(fields=('memory', 'entity', 'start'), name='mention_unique_span'),
+            model_name="mention",
+            constraint=models.UniqueConstraint(
+                fields=("memory", "entity", "start"), name="mention_unique_span"
+            ),
         ),
         migrations.AddIndex(
-            model_name='relationship',
-            index=models.Index(fields=['org', 'subject', 'predicate'], name='rel_subject_pred'),
+            model_name="relationship",
+            index=models.Index(
+                fields=["org", "subject", "predicate"], name="rel_subject_pred"
+            ),
         ),
         migrations.AddIndex(
-            model_name='relationship',
-            index=models.Index(fields=['org', 'object_entity'], name='rel_object'),
+            model_name="relationship",
+            index=models.Index(fields=["org", "object_entity"], name="rel_object"),
         ),
         migrations.AddConstraint(
-            model_name='conflictalternative',
-            constraint=models.UniqueConstraint(fields=('conflict', 'memory'), name='conflict_alternative_unique'),
+            model_name="conflictalternative",
+            constraint=models.UniqueConstraint(
+                fields=("conflict", "memory"), name="conflict_alternative_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='session',
-            constraint=models.UniqueConstraint(fields=('org', 'external_id'), name='session_unique_external_id_per_org'),
+            model_name="session",
+            constraint=models.UniqueConstraint(
+                fields=("org", "external_id"), name="session_unique_external_id_per_org"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='memory_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="memory",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="memory_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['search'], name='memory_search_gin'),
+            model_name="memory",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["search"], name="memory_search_gin"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['org', 'tier', 'status'], name='memory_org_tier_status'),
+            model_name="memory",
+            index=models.Index(
+                fields=["org", "tier", "status"], name="memory_org_tier_status"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['org', 'occurred_at'], name='memory_org_occurred'),
+            model_name="memory",
+            index=models.Index(
+                fields=["org", "occurred_at"], name="memory_org_occurred"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['session', 'seq'], name='memory_session_seq'),
+            model_name="memory",
+            index=models.Index(fields=["session", "seq"], name="memory_session_seq"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['org', 'content_sha256'], name='memory_org_sha'),
+            model_name="memory",
+            index=models.Index(fields=["org", "content_sha256"], name="memory_org_sha"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(condition=models.Q(('embedding_state', 'pending')), fields=['embedding_state', 'recorded_at'], name='memory_pending'),
+            model_name="memory",
+            index=models.Index(
+                condition=models.Q(("embedding_state", "pending")),
+                fields=["embedding_state", "recorded_at"],
+                name="memory_pending",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('org', 'idempotency_key'), name='memory_unique_idempotency_key_per_org'),
+            model_name="memory",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("idempotency_key__isnull", False)),
+                fields=("org", "idempotency_key"),
+                name="memory_unique_idempotency_key_per_org",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('visibility', 'team'), _negated=True), ('team__isnull', False), _connector='OR'), name='memory_team_visibility_needs_team'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("visibility", "team"), _negated=True),
+                    ("team__isnull", False),
+                    _connector="OR",
+                ),
+                name="memory_team_visibility_needs_team",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('visibility', 'private'), _negated=True), ('owner_user__isnull', False), ('owner_agent__isnull', False), _connector='OR'), name='memory_private_needs_owner'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("visibility", "private"), _negated=True),
+                    ("owner_user__isnull", False),
+                    ("owner_agent__isnull", False),
+                    _connector="OR",
+                ),
+                name="memory_private_needs_owner",
+            ),
         ),
     ]

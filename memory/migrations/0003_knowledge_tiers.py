@@ -6,64 +6,186 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('memory', '0002_initial'),
+        ("accounts", "0001_initial"),
+        ("memory", "0002_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='EntityMerge',
+            name="EntityMerge",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reason', models.CharField(max_length=100)),
-                ('scores', models.JSONField(blank=True, default=dict)),
-                ('moved', models.JSONField(blank=True, default=dict)),
-                ('actor', models.CharField(max_length=100)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('undone_at', models.DateTimeField(blank=True, null=True)),
-                ('undone_by', models.CharField(blank=True, default='', max_length=100)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='merges_out', to='memory.entity')),
-                ('target', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='merges_in', to='memory.entity')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("reason", models.CharField(max_length=100)),
+                ("scores", models.JSONField(blank=True, default=dict)),
+                ("moved", models.JSONField(blank=True, default=dict)),
+                ("actor", models.CharField(max_length=100)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("undone_at", models.DateTimeField(blank=True, null=True)),
+                ("undone_by", models.CharField(blank=True, default="", max_length=100)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="merges_out",
+                        to="memory.entity",
+                    ),
+                ),
+                (
+                    "target",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="merges_in",
+                        to="memory.entity",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='KnowledgeSettings',
+            name="KnowledgeSettings",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('extractor', models.CharField(choices=[('rules', 'Rule-based (no model service)'), ('llm', 'LLM (OpenAI-compatible API, falls back to rules)')], default='rules', max_length=10)),
-                ('llm_monthly_token_budget', models.PositiveIntegerField(default=200000, help_text='Tokens per calendar month; 0 disables the LLM.')),
-                ('llm_tokens_used', models.PositiveIntegerField(default=0)),
-                ('llm_budget_period', models.CharField(blank=True, default='', help_text='YYYY-MM the usage counts for.', max_length=7)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('org', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='knowledge_settings', to='accounts.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "extractor",
+                    models.CharField(
+                        choices=[
+                            ("rules", "Rule-based (no model service)"),
+                            ("llm", "LLM (OpenAI-compatible API, falls back to rules)"),
+                        ],
+                        default="rules",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "llm_monthly_token_budget",
+                    models.PositiveIntegerField(
+                        default=200000,
+                        help_text="Tokens per calendar month; 0 disables the LLM.",
+                    ),
+                ),
+                ("llm_tokens_used", models.PositiveIntegerField(default=0)),
+                (
+                    "llm_budget_period",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="YYYY-MM the usage counts for.",
+                        max_length=7,
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "org",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="knowledge_settings",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'knowledge settings',
+                "verbose_name_plural": "knowledge settings",
             },
         ),
         migrations.CreateModel(
-            name='ConsolidationRun',
+            name="ConsolidationRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('extractor', models.CharField(choices=[('rules', 'Rule-based (no model service)'), ('llm', 'LLM (OpenAI-compatible API, falls back to rules)')], max_length=10)),
-                ('status', models.CharField(choices=[('ok', 'OK'), ('fallback', 'OK with rule-based fallback'), ('failed', 'Failed')], default='ok', max_length=10)),
-                ('cursor_seq', models.BigIntegerField(blank=True, help_text='Messages up to this seq are consolidated.', null=True)),
-                ('stats', models.JSONField(blank=True, default=dict)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='memory.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "extractor",
+                    models.CharField(
+                        choices=[
+                            ("rules", "Rule-based (no model service)"),
+                            ("llm", "LLM (OpenAI-compatible API, falls back to rules)"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("ok", "OK"),
+                            ("fallback", "OK with rule-based fallback"),
+                            ("failed", "Failed"),
+                        ],
+                        default="ok",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "cursor_seq",
+                    models.BigIntegerField(
+                        blank=True,
+                        help_text="Messages up to this seq are consolidated.",
+                        null=True,
+                    ),
+                ),
+                ("stats", models.JSONField(blank=True, default=dict)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="memory.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at', '-id'],
-                'indexes': [models.Index(fields=['session', 'cursor_seq'], name='run_session_cursor')],
+                "ordering": ["-started_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["session", "cursor_seq"], name="run_session_cursor"
+                    )
+                ],
             },
         ),
     ]

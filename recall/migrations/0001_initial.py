@@ -7,65 +7,152 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('memory', '0002_initial'),
+        ("accounts", "0001_initial"),
+        ("memory", "0002_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RecallEvent',
+            name="RecallEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('principal', models.CharField(max_length=100)),
-                ('query', models.TextField()),
-                ('params', models.JSONField(default=dict)),
-                ('item_ids', models.JSONField(default=list)),
-                ('omitted_ids', models.JSONField(default=list)),
-                ('phase_reached', models.PositiveSmallIntegerField(default=0)),
-                ('coverage', models.JSONField(default=dict)),
-                ('timings_ms', models.JSONField(default=dict)),
-                ('total_tokens', models.PositiveIntegerField(default=0)),
-                ('degradations', models.JSONField(default=list)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("principal", models.CharField(max_length=100)),
+                ("query", models.TextField()),
+                ("params", models.JSONField(default=dict)),
+                ("item_ids", models.JSONField(default=list)),
+                ("omitted_ids", models.JSONField(default=list)),
+                ("phase_reached", models.PositiveSmallIntegerField(default=0)),
+                ("coverage", models.JSONField(default=dict)),
+                ("timings_ms", models.JSONField(default=dict)),
+                ("total_tokens", models.PositiveIntegerField(default=0)),
+                ("degradations", models.JSONField(default=list)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Feedback',
+            name="Feedback",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('verdict', models.CharField(choices=[('helpful', 'Helpful'), ('irrelevant', 'Irrelevant'), ('wrong', 'Wrong'), ('outdated', 'Outdated'), ('missing', 'Missing')], max_length=12)),
-                ('comment', models.TextField(blank=True, default='')),
-                ('author', models.CharField(max_length=100)),
-                ('review_status', models.CharField(choices=[('new', 'New'), ('accepted', 'Accepted'), ('rejected', 'Rejected')], default='new', max_length=10)),
-                ('action', models.JSONField(blank=True, null=True)),
-                ('review_note', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('expected_memory', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.memory')),
-                ('memory', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.memory')),
-                ('org', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
-                ('reviewer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('event', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to='recall.recallevent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.CharField(
+                        choices=[
+                            ("helpful", "Helpful"),
+                            ("irrelevant", "Irrelevant"),
+                            ("wrong", "Wrong"),
+                            ("outdated", "Outdated"),
+                            ("missing", "Missing"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("comment", models.TextField(blank=True, default="")),
+                ("author", models.CharField(max_length=100)),
+                (
+                    "review_status",
+                    models.CharField(
+                        choices=[
+                            ("new", "New"),
+                            ("accepted", "Accepted"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="new",
+                        max_length=10,
+                    ),
+                ),
+                ("action", models.JSONField(blank=True, null=True)),
+                ("review_note", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "expected_memory",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.memory",
+                    ),
+                ),
+                (
+                    "org",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "event",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="feedback",
+                        to="recall.recallevent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddIndex(
-            model_name='recallevent',
-            index=models.Index(fields=['org', 'created_at'], name='recall_org_created'),
+            model_name="recallevent",
+            index=models.Index(fields=["org", "created_at"], name="recall_org_created"),
         ),
         migrations.AddIndex(
-            model_name='feedback',
-            index=models.Index(fields=['org', 'review_status'], name='feedback_org_status'),
+            model_name="feedback",
+            index=models.Index(
+                fields=["org", "review_status"], name="feedback_org_status"
+            ),
         ),
     ]

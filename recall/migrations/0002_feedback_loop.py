@@ -6,35 +6,88 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('recall', '0001_initial'),
+        ("accounts", "0001_initial"),
+        ("recall", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AgentRecallSettings',
+            name="AgentRecallSettings",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('record_outcomes', models.BooleanField(default=False, help_text="Allow POST /recall/{id}/outcome to store this agent's answers and their outcomes as episode memories.")),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('agent', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='recall_settings', to='accounts.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "record_outcomes",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Allow POST /recall/{id}/outcome to store this agent's answers and their outcomes as episode memories.",
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "agent",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="recall_settings",
+                        to="accounts.agent",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'agent recall settings',
+                "verbose_name_plural": "agent recall settings",
             },
         ),
         migrations.CreateModel(
-            name='RecallConfig',
+            name="RecallConfig",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reinforcement_weight', models.FloatField(default=0.0, help_text='0 turns reinforcement off; 0.5 gives a row with one accepted reinforcement a 1.35x boost.', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(5.0)])),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('org', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='recall_config', to='accounts.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "reinforcement_weight",
+                    models.FloatField(
+                        default=0.0,
+                        help_text="0 turns reinforcement off; 0.5 gives a row with one accepted reinforcement a 1.35x boost.",
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(5.0),
+                        ],
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "org",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="recall_config",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.CheckConstraint(condition=models.Q(('reinforcement_weight__gte', 0.0), ('reinforcement_weight__lte', 5.0)), name='recall_config_weight_range')],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("reinforcement_weight__gte", 0.0),
+                            ("reinforcement_weight__lte", 5.0),
+                        ),
+                        name="recall_config_weight_range",
+                    )
+                ],
             },
         ),
     ]

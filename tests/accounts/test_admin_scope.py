@@ -20,10 +20,16 @@ def admins(world):
     world.carol.is_staff = True
     world.carol.save()
     Membership.objects.filter(user=world.carol).update(role=Role.ADMIN)
-    acme = services.memory_remember(principal=world.principal("alice"), enqueue=False,
-                                    items=[MemoryInput(content="acme row", visibility="org")])
-    globex = services.memory_remember(principal=world.principal("carol"), enqueue=False,
-                                      items=[MemoryInput(content="globex row")])
+    acme = services.memory_remember(
+        principal=world.principal("alice"),
+        enqueue=False,
+        items=[MemoryInput(content="acme row", visibility="org")],
+    )
+    globex = services.memory_remember(
+        principal=world.principal("carol"),
+        enqueue=False,
+        items=[MemoryInput(content="globex row")],
+    )
     return acme.memories[0], globex.memories[0]
 
 
@@ -41,8 +47,10 @@ def test_an_org_admin_sees_only_their_orgs_memories_in_admin(client, world, admi
 def test_an_org_admin_changes_visibility_but_never_content(client, world, admins):
     acme_row, _ = admins
     client.force_login(world.olivia)
-    r = client.post(f"/admin/memory/memory/{acme_row.pk}/change/",
-                    {"visibility": "team", "team": world.team_a.pk, "content": "hacked"})
+    r = client.post(
+        f"/admin/memory/memory/{acme_row.pk}/change/",
+        {"visibility": "team", "team": world.team_a.pk, "content": "hacked"},
+    )
     assert r.status_code == 302, r.content[:500]
     row = Memory.objects.get(pk=acme_row.pk)
     assert row.visibility == "team" and row.content == "acme row"

@@ -21,23 +21,34 @@ def rows(world):
     agent = world.principal("agent_a")
     made = {}
     made["org"] = services.memory_remember(
-        principal=alice, items=[MemoryInput(content="org-wide note", visibility="org")],
-        enqueue=False).memories[0]
+        principal=alice,
+        items=[MemoryInput(content="org-wide note", visibility="org")],
+        enqueue=False,
+    ).memories[0]
     made["team_a"] = services.memory_remember(
-        principal=alice, items=[MemoryInput(content="team A note", visibility="team")],
-        enqueue=False).memories[0]
+        principal=alice,
+        items=[MemoryInput(content="team A note", visibility="team")],
+        enqueue=False,
+    ).memories[0]
     made["team_b"] = services.memory_remember(
-        principal=bob, items=[MemoryInput(content="team B note", visibility="team")],
-        enqueue=False).memories[0]
+        principal=bob,
+        items=[MemoryInput(content="team B note", visibility="team")],
+        enqueue=False,
+    ).memories[0]
     made["alice_private"] = services.memory_remember(
-        principal=alice, items=[MemoryInput(content="alice diary", visibility="private")],
-        enqueue=False).memories[0]
+        principal=alice,
+        items=[MemoryInput(content="alice diary", visibility="private")],
+        enqueue=False,
+    ).memories[0]
     made["agent_private"] = services.memory_remember(
-        principal=agent, items=[MemoryInput(content="agent scratch", visibility="private")],
-        enqueue=False).memories[0]
+        principal=agent,
+        items=[MemoryInput(content="agent scratch", visibility="private")],
+        enqueue=False,
+    ).memories[0]
     made["globex"] = services.memory_remember(
         principal=world.principal("carol"),
-        items=[MemoryInput(content="globex secret", visibility="org")], enqueue=False,
+        items=[MemoryInput(content="globex secret", visibility="org")],
+        enqueue=False,
     ).memories[0]
     return made
 
@@ -54,20 +65,27 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("persona", sorted(EXPECTED))
-def test_each_persona_sees_exactly_what_the_rules_allow_through_the_orm(world, rows, persona):
+def test_each_persona_sees_exactly_what_the_rules_allow_through_the_orm(
+    world, rows, persona
+):
     principal = world.principal(persona)
     visible = set(Memory.objects.visible_to(principal).values_list("id", flat=True))
     assert visible == {rows[name].pk for name in EXPECTED[persona]}
 
 
 @pytest.mark.parametrize("persona", sorted(EXPECTED))
-def test_each_persona_sees_exactly_what_the_rules_allow_through_the_api(world, rows, persona):
+def test_each_persona_sees_exactly_what_the_rules_allow_through_the_api(
+    world, rows, persona
+):
     client = client_for(world, persona)
     listed = {m["id"] for m in client.get("/api/v1/memories").json()["results"]}
     assert listed == {rows[name].pk for name in EXPECTED[persona]}
     for name, row in rows.items():
         r = client.get(f"/api/v1/memories/{row.pk}")
-        assert r.status_code == (200 if name in EXPECTED[persona] else 404), (name, r.content)
+        assert r.status_code == (200 if name in EXPECTED[persona] else 404), (
+            name,
+            r.content,
+        )
 
 
 def test_another_orgs_id_answers_exactly_like_a_missing_id(world, rows):
@@ -85,7 +103,10 @@ def test_a_user_without_membership_is_refused(world, rows):
 
 
 def test_anonymous_requests_are_refused(world, rows):
-    assert client_for(world, "anonymous").get("/api/v1/memories").status_code in (401, 403)
+    assert client_for(world, "anonymous").get("/api/v1/memories").status_code in (
+        401,
+        403,
+    )
 
 
 def test_a_viewer_cannot_write(world):
@@ -108,8 +129,17 @@ def test_a_revoked_key_is_refused_at_once(world, rows):
 def test_writing_into_a_team_you_are_not_in_is_refused(world):
     r = client_for(world, "alice").post(
         "/api/v1/memories",
-        {"memories": [{"tier": "semantic", "kind": "fact", "content": "x",
-                       "visibility": "team", "team_id": world.team_b.pk}]},
+        {
+            "memories": [
+                {
+                    "tier": "semantic",
+                    "kind": "fact",
+                    "content": "x",
+                    "visibility": "team",
+                    "team_id": world.team_b.pk,
+                }
+            ]
+        },
         format="json",
     )
     assert r.status_code == 400
@@ -127,8 +157,15 @@ def test_derived_rows_never_widen_visibility(world, rows):
     alice = world.principal("alice")
     derived = services.memory_remember(
         principal=alice,
-        items=[MemoryInput(content="summary", tier="semantic", kind="fact", visibility="org",
-                           derived_from=(rows["alice_private"].pk,))],
+        items=[
+            MemoryInput(
+                content="summary",
+                tier="semantic",
+                kind="fact",
+                visibility="org",
+                derived_from=(rows["alice_private"].pk,),
+            )
+        ],
         enqueue=False,
     ).memories[0]
     assert derived.visibility == "private"

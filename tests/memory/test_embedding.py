@@ -18,7 +18,6 @@ from config import celery_app
 from memory import embeddings, services
 from memory.models import EmbeddingState, Memory
 from memory.services import MemoryInput
-from tests.conftest import client_for
 
 REDIS_URL = os.environ.get("MNEMO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -27,13 +26,16 @@ def test_the_bundled_model_embeds_offline_into_384_unit_vectors():
     vectors = embeddings.embed_texts(["Caroline went to a support group", "hello"])
     assert vectors.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
-    similar = embeddings.embed_texts(["a dog runs in the park", "a puppy plays outside",
-                                      "quarterly tax filing"])
+    similar = embeddings.embed_texts(
+        ["a dog runs in the park", "a puppy plays outside", "quarterly tax filing"]
+    )
     assert similar[0] @ similar[1] > similar[0] @ similar[2]
 
 
 @pytest.mark.django_db
-def test_rows_are_pending_at_write_and_ready_after_commit(world, django_capture_on_commit_callbacks):
+def test_rows_are_pending_at_write_and_ready_after_commit(
+    world, django_capture_on_commit_callbacks
+):
     principal = world.principal("agent_a")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         result = services.memory_remember(
@@ -56,8 +58,12 @@ def test_an_embedding_failure_marks_rows_failed_and_the_sweep_recovers_them(
     principal = world.principal("agent_a")
     settings.MNEMO_EMBEDDING_ENABLED = False
     with django_capture_on_commit_callbacks(execute=True):
-        ids = [m.pk for m in services.memory_remember(
-            principal=principal, items=[MemoryInput(content="sweep me")]).memories]
+        ids = [
+            m.pk
+            for m in services.memory_remember(
+                principal=principal, items=[MemoryInput(content="sweep me")]
+            ).memories
+        ]
     row = Memory.objects.get(pk=ids[0])
     assert row.embedding_state == EmbeddingState.FAILED
     assert "disabled" in row.embedding_error and row.embedding_attempts == 1
@@ -70,16 +76,24 @@ def test_an_embedding_failure_marks_rows_failed_and_the_sweep_recovers_them(
 
 @pytest.mark.django_db
 def test_the_sweep_leaves_fresh_pending_rows_alone(world):
-    services.memory_remember(principal=world.principal("agent_a"),
-                             items=[MemoryInput(content="fresh")], enqueue=False)
+    services.memory_remember(
+        principal=world.principal("agent_a"),
+        items=[MemoryInput(content="fresh")],
+        enqueue=False,
+    )
     assert services.sweep_pending(older_than_seconds=3600) == 0
 
 
 @pytest.mark.django_db
 def test_embedding_twice_is_idempotent(world):
-    ids = [m.pk for m in services.memory_remember(
-        principal=world.principal("agent_a"), items=[MemoryInput(content="once")],
-        enqueue=False).memories]
+    ids = [
+        m.pk
+        for m in services.memory_remember(
+            principal=world.principal("agent_a"),
+            items=[MemoryInput(content="once")],
+            enqueue=False,
+        ).memories
+    ]
     assert services.memory_embed(ids=ids) == 1
     first = list(Memory.objects.get(pk=ids[0]).embedding)
     assert services.memory_embed(ids=ids) == 0
@@ -113,10 +127,21 @@ def worker(live_server):
             f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
-         "--loglevel=WARNING", "--without-heartbeat", "--without-gossip",
-         "--without-mingle"],
-        cwd=Path(dj_settings.BASE_DIR), env=env,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool=solo",
+            "--loglevel=WARNING",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=Path(dj_settings.BASE_DIR),
+        env=env,
     )
     conf = celery_app.conf
     saved = (conf.broker_url, conf.task_always_eager)
@@ -140,11 +165,15 @@ def point_broker(url: str) -> None:
 def _wait_ready(ids: list[int], timeout: float = 90.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready = Memory.objects.filter(pk__in=ids, embedding_state=EmbeddingState.READY).count()
+        ready = Memory.objects.filter(
+            pk__in=ids, embedding_state=EmbeddingState.READY
+        ).count()
         if ready == len(ids):
             return ready
         time.sleep(0.5)
-    return Memory.objects.filter(pk__in=ids, embedding_state=EmbeddingState.READY).count()
+    return Memory.objects.filter(
+        pk__in=ids, embedding_state=EmbeddingState.READY
+    ).count()
 
 
 @pytest.mark.celery_worker
@@ -155,17 +184,26 @@ def test_a_real_celery_worker_embeds_rows_written_over_http(world, worker, live_
 
     def call(path: str, body: dict) -> dict:
         req = urllib.request.Request(
-            live_server.url + path, data=json.dumps(body).encode(), method="POST",
-            headers={"Authorization": f"Bearer {world.agent_a_key}",
-                     "Content-Type": "application/json"},
+            live_server.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {world.agent_a_key}",
+                "Content-Type": "application/json",
+            },
         )
         with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback
             return json.loads(resp.read())
 
     sid = call("/api/v1/sessions", {"external_id": "worker-run"})["id"]
-    written = call(f"/api/v1/sessions/{sid}/messages",
-                   {"messages": [{"content": f"message number {i} about gardening"}
-                                 for i in range(12)]})
+    written = call(
+        f"/api/v1/sessions/{sid}/messages",
+        {
+            "messages": [
+                {"content": f"message number {i} about gardening"} for i in range(12)
+            ]
+        },
+    )
     ids = [item["id"] for item in written["items"]]
     assert written["pending"] == 12
     assert _wait_ready(ids) == 12
@@ -173,7 +211,9 @@ def test_a_real_celery_worker_embeds_rows_written_over_http(world, worker, live_
 
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
-def test_rows_written_while_the_broker_is_down_are_embedded_after_the_sweep(world, worker):
+def test_rows_written_while_the_broker_is_down_are_embedded_after_the_sweep(
+    world, worker
+):
     point_broker("redis://127.0.0.1:1/0")  # nothing listens there
     principal = world.principal("agent_a")
     result = services.memory_remember(

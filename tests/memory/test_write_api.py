@@ -17,20 +17,34 @@ def agent(world):
 
 @pytest.fixture
 def session_id(agent):
-    return agent.post("/api/v1/sessions", {"external_id": "s1"}, format="json").json()["id"]
+    return agent.post("/api/v1/sessions", {"external_id": "s1"}, format="json").json()[
+        "id"
+    ]
 
 
 def post_messages(client, sid, messages, **headers):
-    return client.post(f"/api/v1/sessions/{sid}/messages", {"messages": messages},
-                       format="json", **headers)
+    return client.post(
+        f"/api/v1/sessions/{sid}/messages",
+        {"messages": messages},
+        format="json",
+        **headers,
+    )
 
 
 def test_messages_are_written_in_order_with_seq_and_sha(agent, session_id):
-    r = post_messages(agent, session_id, [
-        {"content": "first", "speaker": "Ann", "occurred_at": "2023-05-08T13:56:00Z",
-         "external_ref": "D1:1"},
-        {"content": "second", "role": "assistant"},
-    ])
+    r = post_messages(
+        agent,
+        session_id,
+        [
+            {
+                "content": "first",
+                "speaker": "Ann",
+                "occurred_at": "2023-05-08T13:56:00Z",
+                "external_ref": "D1:1",
+            },
+            {"content": "second", "role": "assistant"},
+        ],
+    )
     assert r.status_code == 201, r.content
     body = r.json()
     assert [i["seq"] for i in body["items"]] == [0, 1]
@@ -43,12 +57,16 @@ def test_messages_are_written_in_order_with_seq_and_sha(agent, session_id):
 def test_a_written_message_is_lexically_searchable_at_once(agent, session_id):
     post_messages(agent, session_id, [{"content": "The zebra escaped from the zoo"}])
     r = agent.get("/api/v1/memories", {"q": "zebra"})
-    assert [m["content"] for m in r.json()["results"]] == ["The zebra escaped from the zoo"]
+    assert [m["content"] for m in r.json()["results"]] == [
+        "The zebra escaped from the zoo"
+    ]
 
 
 def test_exact_duplicates_in_a_session_are_reported_not_dropped(agent, session_id):
     post_messages(agent, session_id, [{"content": "same words"}])
-    r = post_messages(agent, session_id, [{"content": "same words"}, {"content": "same words"}])
+    r = post_messages(
+        agent, session_id, [{"content": "same words"}, {"content": "same words"}]
+    )
     body = r.json()
     assert len(body["items"]) == 2
     assert [d["index"] for d in body["duplicates"]] == [0, 1]
@@ -88,11 +106,17 @@ def test_more_items_than_the_batch_limit_is_a_400(agent, session_id, settings):
 
 
 def test_unknown_tier_and_mismatched_kind_are_rejected(agent):
-    r = agent.post("/api/v1/memories", {"memories": [
-        {"tier": "cosmic", "kind": "fact", "content": "x"}]}, format="json")
+    r = agent.post(
+        "/api/v1/memories",
+        {"memories": [{"tier": "cosmic", "kind": "fact", "content": "x"}]},
+        format="json",
+    )
     assert r.status_code == 400 and r.json()["field"] == "memories[0].tier"
-    r = agent.post("/api/v1/memories", {"memories": [
-        {"tier": "semantic", "kind": "episode", "content": "x"}]}, format="json")
+    r = agent.post(
+        "/api/v1/memories",
+        {"memories": [{"tier": "semantic", "kind": "episode", "content": "x"}]},
+        format="json",
+    )
     assert r.status_code == 400 and r.json()["field"] == "memories[0].kind"
 
 
@@ -125,11 +149,20 @@ def test_idempotency_key_with_a_different_body_is_422(agent, session_id):
 def test_idempotency_keys_are_scoped_to_the_principal(world, session_id):
     alice = client_for(world, "alice")
     agent = client_for(world, "agent_a")
-    body = {"memories": [{"tier": "semantic", "kind": "fact", "content": "f",
-                          "visibility": "org"}]}
-    assert agent.post("/api/v1/memories", body, format="json",
-                      HTTP_IDEMPOTENCY_KEY="shared").status_code == 201
-    r = alice.post("/api/v1/memories", body, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    body = {
+        "memories": [
+            {"tier": "semantic", "kind": "fact", "content": "f", "visibility": "org"}
+        ]
+    }
+    assert (
+        agent.post(
+            "/api/v1/memories", body, format="json", HTTP_IDEMPOTENCY_KEY="shared"
+        ).status_code
+        == 201
+    )
+    r = alice.post(
+        "/api/v1/memories", body, format="json", HTTP_IDEMPOTENCY_KEY="shared"
+    )
     assert r.status_code == 201
     assert "Idempotent-Replayed" not in r.headers
     assert Memory.objects.filter(content="f").count() == 2
@@ -138,16 +171,27 @@ def test_idempotency_keys_are_scoped_to_the_principal(world, session_id):
 def test_a_failed_request_does_not_burn_its_idempotency_key(agent, session_id):
     bad = post_messages(agent, session_id, [{"content": ""}], HTTP_IDEMPOTENCY_KEY="k3")
     assert bad.status_code == 400
-    good = post_messages(agent, session_id, [{"content": ""}], HTTP_IDEMPOTENCY_KEY="k3")
+    good = post_messages(
+        agent, session_id, [{"content": ""}], HTTP_IDEMPOTENCY_KEY="k3"
+    )
     assert good.status_code == 400  # same body, evaluated again, not replayed as 422
 
 
 def test_supersede_writes_a_new_version_and_keeps_the_old(agent):
-    old = agent.post("/api/v1/memories", {"memories": [
-        {"tier": "semantic", "kind": "fact", "content": "Ann lives in Oslo"}]},
-        format="json").json()["items"][0]
-    r = agent.post(f"/api/v1/memories/{old['id']}/supersede",
-                   {"content": "Ann lives in Lisbon", "reason": "moved"}, format="json")
+    old = agent.post(
+        "/api/v1/memories",
+        {
+            "memories": [
+                {"tier": "semantic", "kind": "fact", "content": "Ann lives in Oslo"}
+            ]
+        },
+        format="json",
+    ).json()["items"][0]
+    r = agent.post(
+        f"/api/v1/memories/{old['id']}/supersede",
+        {"content": "Ann lives in Lisbon", "reason": "moved"},
+        format="json",
+    )
     assert r.status_code == 201, r.content
     new = r.json()
     before = agent.get(f"/api/v1/memories/{old['id']}").json()
@@ -156,16 +200,21 @@ def test_supersede_writes_a_new_version_and_keeps_the_old(agent):
     assert before["content"] == "Ann lives in Oslo"
     current = agent.get("/api/v1/memories", {"tier": "semantic"}).json()["results"]
     assert [m["content"] for m in current] == ["Ann lives in Lisbon"]
-    again = agent.post(f"/api/v1/memories/{old['id']}/supersede", {"content": "x"},
-                       format="json")
+    again = agent.post(
+        f"/api/v1/memories/{old['id']}/supersede", {"content": "x"}, format="json"
+    )
     assert again.status_code == 409
 
 
 def test_retract_hides_a_row_from_current_views_but_keeps_it(agent):
-    row = agent.post("/api/v1/memories", {"memories": [
-        {"tier": "semantic", "kind": "fact", "content": "wrong fact"}]},
-        format="json").json()["items"][0]
-    r = agent.post(f"/api/v1/memories/{row['id']}/retract", {"reason": "typo"}, format="json")
+    row = agent.post(
+        "/api/v1/memories",
+        {"memories": [{"tier": "semantic", "kind": "fact", "content": "wrong fact"}]},
+        format="json",
+    ).json()["items"][0]
+    r = agent.post(
+        f"/api/v1/memories/{row['id']}/retract", {"reason": "typo"}, format="json"
+    )
     assert r.status_code == 200 and r.json()["status"] == "retracted"
     assert agent.get("/api/v1/memories").json()["results"] == []
     kept = agent.get("/api/v1/memories", {"status": "any"}).json()["results"]
@@ -173,20 +222,32 @@ def test_retract_hides_a_row_from_current_views_but_keeps_it(agent):
 
 
 def test_there_is_no_update_or_delete_of_content(agent):
-    row = agent.post("/api/v1/memories", {"memories": [
-        {"tier": "semantic", "kind": "fact", "content": "stays"}]},
-        format="json").json()["items"][0]
-    assert agent.put(f"/api/v1/memories/{row['id']}", {"content": "x"},
-                     format="json").status_code == 405
-    assert agent.patch(f"/api/v1/memories/{row['id']}", {"content": "x"},
-                       format="json").status_code == 405
+    row = agent.post(
+        "/api/v1/memories",
+        {"memories": [{"tier": "semantic", "kind": "fact", "content": "stays"}]},
+        format="json",
+    ).json()["items"][0]
+    assert (
+        agent.put(
+            f"/api/v1/memories/{row['id']}", {"content": "x"}, format="json"
+        ).status_code
+        == 405
+    )
+    assert (
+        agent.patch(
+            f"/api/v1/memories/{row['id']}", {"content": "x"}, format="json"
+        ).status_code
+        == 405
+    )
     assert agent.delete(f"/api/v1/memories/{row['id']}").status_code == 405
     assert Memory.objects.get(pk=row["id"]).content == "stays"
 
 
 def test_sessions_list_shows_only_visible_sessions(world, session_id):
-    assert [s["id"] for s in client_for(world, "agent_a").get(
-        "/api/v1/sessions").json()["results"]] == [session_id]
+    assert [
+        s["id"]
+        for s in client_for(world, "agent_a").get("/api/v1/sessions").json()["results"]
+    ] == [session_id]
     assert client_for(world, "carol").get("/api/v1/sessions").json()["results"] == []
     assert Session.objects.count() == 1
 
@@ -200,18 +261,42 @@ def test_memory_filters_by_tier_kind_session_time_and_entity(
     agent, session_id, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        post_messages(agent, session_id, [
-            {"content": "Ann flew to Kyoto", "speaker": "Ann",
-             "occurred_at": "2023-01-01T00:00:00Z"},
-            {"content": "Bob stayed home", "speaker": "Bob",
-             "occurred_at": "2023-03-01T00:00:00Z"},
-        ])
-    agent.post("/api/v1/memories", {"memories": [
-        {"tier": "procedural", "kind": "rule", "content": "Always test"}]}, format="json")
-    get = lambda **q: [m["content"] for m in agent.get("/api/v1/memories", q).json()["results"]]  # noqa: E731
+        post_messages(
+            agent,
+            session_id,
+            [
+                {
+                    "content": "Ann flew to Kyoto",
+                    "speaker": "Ann",
+                    "occurred_at": "2023-01-01T00:00:00Z",
+                },
+                {
+                    "content": "Bob stayed home",
+                    "speaker": "Bob",
+                    "occurred_at": "2023-03-01T00:00:00Z",
+                },
+            ],
+        )
+    agent.post(
+        "/api/v1/memories",
+        {
+            "memories": [
+                {"tier": "procedural", "kind": "rule", "content": "Always test"}
+            ]
+        },
+        format="json",
+    )
+    get = lambda **q: [
+        m["content"] for m in agent.get("/api/v1/memories", q).json()["results"]
+    ]  # noqa: E731
     assert get(tier="procedural") == ["Always test"]
-    assert get(kind="message", session=session_id) == ["Bob stayed home", "Ann flew to Kyoto"]
-    assert get(occurred_after="2023-02-01T00:00:00Z", kind="message") == ["Bob stayed home"]
+    assert get(kind="message", session=session_id) == [
+        "Bob stayed home",
+        "Ann flew to Kyoto",
+    ]
+    assert get(occurred_after="2023-02-01T00:00:00Z", kind="message") == [
+        "Bob stayed home"
+    ]
     assert get(entity="kyoto", kind="message") == ["Ann flew to Kyoto"]
     r = agent.get("/api/v1/memories", {"occurred_after": "yesterday-ish"})
     assert r.status_code == 400 and r.json()["field"] == "occurred_after"

@@ -15,12 +15,25 @@ from memory.models import Memory
 pytestmark = pytest.mark.django_db
 
 
-def test_evaluate_locomo_on_a_slice_prints_a_table_and_writes_per_question_ranks(tmp_path):
+def test_evaluate_locomo_on_a_slice_prints_a_table_and_writes_per_question_ranks(
+    tmp_path,
+):
     out = tmp_path / "locomo.json"
     stdout = StringIO()
-    call_command("evaluate", "locomo", "--questions", "20", "--conversations", "1",
-                 "--ablation", "lexical_only", "--out", str(out), stdout=stdout,
-                 stderr=StringIO())
+    call_command(
+        "evaluate",
+        "locomo",
+        "--questions",
+        "20",
+        "--conversations",
+        "1",
+        "--ablation",
+        "lexical_only",
+        "--out",
+        str(out),
+        stdout=stdout,
+        stderr=StringIO(),
+    )
     text = stdout.getvalue()
     assert "| overall | 20 |" in text
     assert "lexical_only" in text
@@ -36,11 +49,21 @@ def test_evaluate_locomo_on_a_slice_prints_a_table_and_writes_per_question_ranks
 
 def test_evaluate_longmemeval_on_one_haystack(tmp_path):
     stdout = StringIO()
-    call_command("evaluate", "longmemeval", "--questions", "1", "--conversations", "1",
-                 stdout=stdout, stderr=StringIO())
+    call_command(
+        "evaluate",
+        "longmemeval",
+        "--questions",
+        "1",
+        "--conversations",
+        "1",
+        stdout=stdout,
+        stderr=StringIO(),
+    )
     assert "| overall | 1 |" in stdout.getvalue()
 
 
 def test_evaluate_names_a_missing_data_path():
     with pytest.raises(CommandError, match="no benchmark data"):
-        call_command("evaluate", "locomo", "--data", str(settings.BASE_DIR / "nope.json"))
+        call_command(
+            "evaluate", "locomo", "--data", str(settings.BASE_DIR / "nope.json")
+        )

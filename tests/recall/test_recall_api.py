@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 def remember(principal, *items, session=None):
-    result = services.memory_remember(principal=principal, items=list(items),
-                                      session=session, enqueue=False)
+    result = services.memory_remember(
+        principal=principal, items=list(items), session=session, enqueue=False
+    )
     services.memory_embed(ids=[m.pk for m in result.memories])
     return result.memories
 
@@ -28,23 +29,48 @@ def remember(principal, *items, session=None):
 def stocked(world):
     """Acme: an org-wide conversation, team A and team B secrets, a private note; Globex."""
     alice, bob, agent = (world.principal(n) for n in ("alice", "bob", "agent_a"))
-    session = services.session_create(principal=alice, external_id="trip", visibility="org")
-    remember(alice,
-             MemoryInput(content="Caroline went to the pottery workshop in Boston",
-                         speaker="Caroline", occurred_at=timezone.now() - timedelta(days=3)),
-             MemoryInput(content="It was lovely, she made a blue bowl", speaker="Mel",
-                         occurred_at=timezone.now() - timedelta(days=3)),
-             session=session)
+    session = services.session_create(
+        principal=alice, external_id="trip", visibility="org"
+    )
+    remember(
+        alice,
+        MemoryInput(
+            content="Caroline went to the pottery workshop in Boston",
+            speaker="Caroline",
+            occurred_at=timezone.now() - timedelta(days=3),
+        ),
+        MemoryInput(
+            content="It was lovely, she made a blue bowl",
+            speaker="Mel",
+            occurred_at=timezone.now() - timedelta(days=3),
+        ),
+        session=session,
+    )
     secrets = {
-        "team_b": remember(bob, MemoryInput(content="Caroline pottery secret of team B",
-                                            visibility="team"))[0],
-        "alice_private": remember(alice, MemoryInput(
-            content="Caroline pottery private diary of alice", visibility="private"))[0],
-        "globex": remember(world.principal("carol"), MemoryInput(
-            content="Caroline pottery globex confidential"))[0],
+        "team_b": remember(
+            bob,
+            MemoryInput(content="Caroline pottery secret of team B", visibility="team"),
+        )[0],
+        "alice_private": remember(
+            alice,
+            MemoryInput(
+                content="Caroline pottery private diary of alice", visibility="private"
+            ),
+        )[0],
+        "globex": remember(
+            world.principal("carol"),
+            MemoryInput(content="Caroline pottery globex confidential"),
+        )[0],
     }
-    fact = remember(agent, MemoryInput(content="Caroline likes pottery", tier="semantic",
-                                       kind="fact", visibility="org"))[0]
+    fact = remember(
+        agent,
+        MemoryInput(
+            content="Caroline likes pottery",
+            tier="semantic",
+            kind="fact",
+            visibility="org",
+        ),
+    )[0]
     return {"session": session, "secrets": secrets, "fact": fact}
 
 
@@ -56,15 +82,25 @@ def test_recall_returns_a_budgeted_pack_with_explain_and_citations(world, stocke
     r = recall(client_for(world, "agent_a"), query="Where did Caroline go for pottery?")
     assert r.status_code == 200, r.content
     body = r.json()
-    assert body["recall_id"] and RecallEvent.objects.filter(pk=body["recall_id"]).exists()
+    assert (
+        body["recall_id"] and RecallEvent.objects.filter(pk=body["recall_id"]).exists()
+    )
     contents = [i["content"] for i in body["items"]]
     assert "Caroline went to the pottery workshop in Boston" in contents
     assert body["total_tokens"] <= 2000
     assert body["total_tokens"] == sum(i["tokens"] for i in body["items"])
     top = body["items"][0]
     assert top["untrusted"] is True
-    assert set(top["explain"]) >= {"phase", "channels", "weights", "boosts", "penalties",
-                                   "graph_path", "window_match", "why_packed"}
+    assert set(top["explain"]) >= {
+        "phase",
+        "channels",
+        "weights",
+        "boosts",
+        "penalties",
+        "graph_path",
+        "window_match",
+        "why_packed",
+    }
     for channel in top["explain"]["channels"].values():
         assert {"rank", "score", "rrf", "share", "weight"} <= set(channel)
     message = next(i for i in body["items"] if i["content"].startswith("Caroline went"))
@@ -77,22 +113,31 @@ def test_recall_returns_a_budgeted_pack_with_explain_and_citations(world, stocke
 
 
 def test_a_tight_budget_is_never_exceeded_and_omissions_are_reported(world, stocked):
-    body = recall(client_for(world, "alice"), query="Caroline pottery",
-                  budget_tokens=12).json()
+    body = recall(
+        client_for(world, "alice"), query="Caroline pottery", budget_tokens=12
+    ).json()
     assert body["total_tokens"] <= 12
     assert body["omitted"], "something must be reported as omitted"
     assert {o["reason"] for o in body["omitted"]} <= {
-        "budget", "limit", "covered_by_digest", "digest_overlaps_rows", "duplicate",
-        "duplicate_of"}
+        "budget",
+        "limit",
+        "covered_by_digest",
+        "digest_overlaps_rows",
+        "duplicate",
+        "duplicate_of",
+    }
 
 
-@pytest.mark.parametrize("persona, forbidden", [
-    ("alice", {"team_b", "globex"}),
-    ("bob", {"alice_private", "globex"}),
-    ("agent_a", {"team_b", "alice_private", "globex"}),
-    ("vera", {"team_b", "alice_private", "globex"}),
-    ("carol", {"team_b", "alice_private"}),
-])
+@pytest.mark.parametrize(
+    "persona, forbidden",
+    [
+        ("alice", {"team_b", "globex"}),
+        ("bob", {"alice_private", "globex"}),
+        ("agent_a", {"team_b", "alice_private", "globex"}),
+        ("vera", {"team_b", "alice_private", "globex"}),
+        ("carol", {"team_b", "alice_private"}),
+    ],
+)
 @pytest.mark.parametrize("mode", ["cascade", "direct"])
 def test_no_channel_and_no_field_ever_leaks_rows_the_persona_may_not_see(
     world, stocked, persona, forbidden, mode
@@ -100,10 +145,19 @@ def test_no_channel_and_no_field_ever_leaks_rows_the_persona_may_not_see(
     client = client_for(world, persona)
     forbidden_ids = {stocked["secrets"][n].pk for n in forbidden}
     forbidden_text = {stocked["secrets"][n].content for n in forbidden}
-    for query in ["Caroline pottery secret", "pottery diary", "globex confidential",
-                  "What did Caroline do last week?"]:
-        r = recall(client, query=query, mode=mode, entities=["Caroline"],
-                   weights={"graph": 0.5, "temporal": 1.0, "recency": 0.5})
+    for query in [
+        "Caroline pottery secret",
+        "pottery diary",
+        "globex confidential",
+        "What did Caroline do last week?",
+    ]:
+        r = recall(
+            client,
+            query=query,
+            mode=mode,
+            entities=["Caroline"],
+            weights={"graph": 0.5, "temporal": 1.0, "recency": 0.5},
+        )
         assert r.status_code == 200, r.content
         dump = json.dumps(r.json())
         for text in forbidden_text:
@@ -113,19 +167,23 @@ def test_no_channel_and_no_field_ever_leaks_rows_the_persona_may_not_see(
         ids |= {o["id"] for o in r.json()["omitted"]}
         assert not ids & forbidden_ids
         for item in r.json()["items"]:
-            for node in (item["explain"]["graph_path"] or []):
+            for node in item["explain"]["graph_path"] or []:
                 if node.startswith("m:"):
                     assert int(node[2:]) not in forbidden_ids
     for path in ("/api/v1/search", "/api/v1/similar"):
-        r = client.post(path, {"query": "Caroline pottery secret diary confidential"},
-                        format="json")
+        r = client.post(
+            path, {"query": "Caroline pottery secret diary confidential"}, format="json"
+        )
         assert r.status_code == 200
         assert not {x["id"] for x in r.json()["results"]} & forbidden_ids
 
 
 def test_a_non_member_and_anonymous_cannot_recall(world, stocked):
     assert recall(client_for(world, "nora"), query="pottery").status_code == 403
-    assert recall(client_for(world, "anonymous"), query="pottery").status_code in (401, 403)
+    assert recall(client_for(world, "anonymous"), query="pottery").status_code in (
+        401,
+        403,
+    )
 
 
 def test_bitemporal_views_show_what_was_true_and_known_then(world, stocked):
@@ -133,15 +191,24 @@ def test_bitemporal_views_show_what_was_true_and_known_then(world, stocked):
     old = stocked["fact"]
     two_weeks_ago = timezone.now() - timedelta(days=14)
     Memory.objects.filter(pk=old.pk).update(recorded_at=two_weeks_ago)
-    new = services.memory_supersede(principal=agent, memory_id=old.pk, correction=MemoryInput(
-        content="Caroline gave up pottery and took up painting", tier="semantic",
-        kind="fact"))
+    new = services.memory_supersede(
+        principal=agent,
+        memory_id=old.pk,
+        correction=MemoryInput(
+            content="Caroline gave up pottery and took up painting",
+            tier="semantic",
+            kind="fact",
+        ),
+    )
     services.memory_embed(ids=[new.pk])
     yesterday = timezone.now() - timedelta(days=1)
     Memory.objects.filter(pk=old.pk).update(superseded_at=yesterday)
     Memory.objects.filter(pk=new.pk).update(recorded_at=yesterday)
     client = client_for(world, "agent_a")
-    q = {"query": "What hobby does Caroline like, pottery or painting?", "tiers": ["semantic"]}
+    q = {
+        "query": "What hobby does Caroline like, pottery or painting?",
+        "tiers": ["semantic"],
+    }
 
     now_ids = {i["id"] for i in recall(client, **q).json()["items"]}
     assert new.pk in now_ids and old.pk not in now_ids
@@ -150,7 +217,9 @@ def test_bitemporal_views_show_what_was_true_and_known_then(world, stocked):
     assert old.pk in {i["id"] for i in as_of} and new.pk not in {i["id"] for i in as_of}
     stale = next(i for i in as_of if i["id"] == old.pk)
     assert stale["explain"]["penalties"] == {"stale": 0.5}
-    known = recall(client, **q, known_at=(yesterday - timedelta(hours=1)).isoformat()).json()
+    known = recall(
+        client, **q, known_at=(yesterday - timedelta(hours=1)).isoformat()
+    ).json()
     assert [i["id"] for i in known["items"]] == [old.pk]
 
 
@@ -178,16 +247,19 @@ def test_without_an_embedder_recall_degrades_to_lexical_and_strict_fails(
     assert r.json()["field"] == "vector"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"query": ""}, "query"),
-    ({"query": "x" * 2001}, "query"),
-    ({"query": "x", "limit": 101}, "limit"),
-    ({"query": "x", "budget_tokens": 40000}, "budget_tokens"),
-    ({"query": "x", "mode": "sideways"}, "mode"),
-    ({"query": "x", "weights": {"telepathy": 1}}, "weights"),
-    ({"query": "x", "as_of": "last tuesday"}, "as_of"),
-    ({"query": "x", "tiers": ["cosmic"]}, "tiers"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"query": ""}, "query"),
+        ({"query": "x" * 2001}, "query"),
+        ({"query": "x", "limit": 101}, "limit"),
+        ({"query": "x", "budget_tokens": 40000}, "budget_tokens"),
+        ({"query": "x", "mode": "sideways"}, "mode"),
+        ({"query": "x", "weights": {"telepathy": 1}}, "weights"),
+        ({"query": "x", "as_of": "last tuesday"}, "as_of"),
+        ({"query": "x", "tiers": ["cosmic"]}, "tiers"),
+    ],
+)
 def test_bad_recall_requests_get_a_400_naming_the_field(world, body, field):
     r = client_for(world, "alice").post("/api/v1/recall", body, format="json")
     assert r.status_code == 400, r.content
@@ -197,16 +269,25 @@ def test_bad_recall_requests_get_a_400_naming_the_field(world, body, field):
 def test_trace_shows_lineage_up_and_down_within_visibility(world, stocked):
     agent = world.principal("agent_a")
     msg = Memory.objects.get(content__startswith="Caroline went")
-    fact = remember(agent, MemoryInput(content="Caroline visited Boston", tier="semantic",
-                                       kind="fact", derived_from=(msg.pk,)))[0]
+    fact = remember(
+        agent,
+        MemoryInput(
+            content="Caroline visited Boston",
+            tier="semantic",
+            kind="fact",
+            derived_from=(msg.pk,),
+        ),
+    )[0]
     client = client_for(world, "agent_a")
     up = client.get(f"/api/v1/memories/{fact.pk}/trace").json()
     assert [n["id"] for n in up["up"]] == [msg.pk]
     assert up["stopped_reason"] == "complete"
     down = client.get(f"/api/v1/memories/{msg.pk}/trace").json()
     assert [n["id"] for n in down["down"]] == [fact.pk]
-    assert client_for(world, "carol").get(
-        f"/api/v1/memories/{fact.pk}/trace").status_code == 404
+    assert (
+        client_for(world, "carol").get(f"/api/v1/memories/{fact.pk}/trace").status_code
+        == 404
+    )
     body = recall(client, query="Did Caroline visit Boston?", tiers=["semantic"]).json()
     item = next(i for i in body["items"] if i["id"] == fact.pk)
     assert [c["id"] for c in item["citations"]] == [msg.pk]

@@ -147,7 +147,10 @@ def test_playground_feedback_then_review_changes_the_memory(
     expect(page.get_by_role("status")).to_contain_text("recorded")
     fb = Feedback.objects.latest("id")
     assert (fb.memory_id, fb.verdict, fb.author) == (
-        denver, "wrong", f"user:{console.world.olivia.pk}")
+        denver,
+        "wrong",
+        f"user:{console.world.olivia.pk}",
+    )
 
     queued = page.locator(f"#feedback-{fb.pk}")
     expect(queued).to_contain_text("She moved to Boston in May")

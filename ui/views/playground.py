@@ -34,8 +34,12 @@ def playground_page(request: HttpRequest) -> HttpResponse:
         target = playground.resolve_principal(admin, form.cleaned_data["as_principal"])
         if target.label != admin.label:
             audit_record(
-                org_id=admin.org_id, action="playground.impersonate", principal=admin,
-                user=request.user, target_type="principal", target_id=target.label,
+                org_id=admin.org_id,
+                action="playground.impersonate",
+                principal=admin,
+                user=request.user,
+                target_type="principal",
+                target_id=target.label,
                 after={"query": form.cleaned_data.get("query", "")[:500]},
                 request=request,
             )
