@@ -191,6 +191,10 @@ class Memory(AccessControlled):
             models.Index(fields=["org", "occurred_at"], name="memory_org_occurred"),
             models.Index(fields=["session", "seq"], name="memory_session_seq"),
             models.Index(fields=["org", "content_sha256"], name="memory_org_sha"),
+            # Recall reads the org's distinct speakers by a skip scan over this index.
+            models.Index(fields=["org", "speaker"], name="memory_org_speaker"),
+            # Recall checks per request whether the org has chunks / artifacts at all.
+            models.Index(fields=["org", "kind"], name="memory_org_kind"),
             models.Index(
                 fields=["embedding_state", "recorded_at"],
                 name="memory_pending",

@@ -72,6 +72,12 @@ class QueryContext:
     vectors: np.ndarray | None  # row 0: the query; then the variants
     entity_ids: dict[str, int]
     now: datetime
+    # Lower-cased speaker names the query names (e.g. "Melanie" in "What do Melanie's
+    # kids like?"): their own turns are boosted, and the names are not lexical terms
+    # (on conversational data a name matches mostly the *other* party addressing them).
+    speakers: frozenset[str] = frozenset()
+    # The org's feedback reinforcement weight (0: feedback never touches ranking).
+    reinforcement_weight: float = 0.0
 
 
 def _channel_depth(limit: int, budget_level: str = "mid") -> int:
@@ -112,9 +118,7 @@ def run_phase(
             "lexical",
             state.timed(
                 f"p{phase}.lexical",
-                lambda: channels.lexical_channel(
-                    scope, intent.keywords or (intent.query,), k=k
-                ),
+                lambda: channels.lexical_channel(scope, lexical_terms(ctx), k=k),
             ),
         )
     if phase == 3 and ctx.vectors is not None and len(ctx.vectors) > 1:
@@ -170,6 +174,8 @@ def run_phase(
             vector_ok = {h.memory_id for h in rankings.get("vector", [])}
             fused = [f for f in fused if f.memory_id in vector_ok]
         fused = _phase1_quotas(fused)
+    if phase != 1 and ctx.speakers and req.speaker_boost != 1.0 and fused:
+        fused = state.timed(f"p{phase}.speaker", lambda: _speaker_boost(fused, ctx))
     if phase == 2 and req.neighbor_share > 0 and fused:
         top = [f.memory_id for f in fused[: 2 * k]]
         neighbors = state.timed("p2.neighbors", lambda: channels.neighbor_ids(top))
@@ -181,6 +187,25 @@ def run_phase(
             fused, neighbors, share=req.neighbor_share, max_sources=2 * k
         )
     return _adjust(fused, scope, ctx)
+
+
+def lexical_terms(ctx: QueryContext) -> tuple[str, ...]:
+    """The query's keywords for full text, without the speaker names it asks about."""
+    keywords = ctx.intent.keywords or (ctx.intent.query,)
+    if ctx.speakers and ctx.request.speaker_boost != 1.0:
+        kept = tuple(k for k in keywords if k.lower() not in ctx.speakers)
+        return kept or keywords
+    return keywords
+
+
+def _speaker_boost(fused: list[FusedItem], ctx: QueryContext) -> list[FusedItem]:
+    """Rows spoken by a speaker the query names take ``speaker_boost``."""
+    speaker = channels.speakers_of([f.memory_id for f in fused])
+    factor = ctx.request.speaker_boost
+    multipliers = {
+        mid: {"speaker": factor} for mid, name in speaker.items() if name in ctx.speakers
+    }
+    return apply_adjustments(fused, multipliers=multipliers) if multipliers else fused
 
 
 def channels_occurred(ids: set[int]) -> dict[int, datetime | None]:
@@ -215,7 +240,7 @@ def _adjust(fused: list[FusedItem], scope: Scope, ctx: QueryContext) -> list[Fus
 
     multipliers: dict[int, dict[str, float]] = {}
     org_id = scope.principal.org_id
-    if fused and org_id is not None:
+    if fused and org_id is not None and ctx.reinforcement_weight > 0:
         multipliers = reinforcement_multipliers(org_id, [f.memory_id for f in fused])
     if scope.as_of is not None or scope.known_at is not None:
         from memory.models import Memory
@@ -342,6 +367,7 @@ def run_cascade(
     # low: phases 1-2 only (no broadening, no rerank); high: no early exit, so phase 3
     # (every variant, and the cross-encoder when configured) always runs.
     phases = (1, 2) if req.budget_level == "low" else (1, 2, 3)
+    scopes: dict[int, Scope] = {}
     for phase in phases:
         tiers = tuple(t for t in PHASE_TIERS[phase] if not req.tiers or t in req.tiers)
         if not tiers:
@@ -351,7 +377,20 @@ def run_cascade(
             kinds = tuple(k for k in (kinds or req.kinds) if k in req.kinds)
             if not kinds:
                 continue
-        scope = base.with_tiers(tiers, kinds)
+        scopes[phase] = base.with_tiers(tiers, kinds)
+    # Phases 1 and 3 read tiers many stores never fill (facts, chunks): one EXISTS
+    # round trip saves their channel queries (and phase 3's variant embeddings).
+    probe = [p for p in scopes if p != 2]
+    present = dict(
+        zip(probe, state.timed("presence", lambda: channels.any_eligible(
+            [scopes[p] for p in probe])), strict=True)
+    )
+    for phase, scope in scopes.items():
+        if not present.get(phase, True):
+            state.coverage[f"phase{phase}"] = {"skipped": "no eligible rows"}
+            continue
+        if phase == 3:
+            ctx = with_variant_vectors(ctx, state)
         items = run_phase(phase, scope, ctx, state)
         if phase == 3 and items:
             items = rerank(items, ctx, state, describe)
@@ -383,6 +422,24 @@ def run_cascade(
         state.coverage[f"phase{phase}"] = entry
         if exit_now:
             return
+
+
+def with_variant_vectors(ctx: QueryContext, state: CascadeState) -> QueryContext:
+    """Embed the query variants (phase 3 only) next to the query's own vector."""
+    if ctx.vectors is None or len(ctx.vectors) > 1 or not ctx.intent.variants:
+        return ctx
+    from memory import embeddings
+
+    try:
+        extra = state.timed(
+            "embed_variants", lambda: embeddings.embed_queries(list(ctx.intent.variants))
+        )
+    except embeddings.EmbedderUnavailable as exc:
+        state.degradations.append(
+            Degradation("embedder_unavailable", "vector", f"variants not embedded ({exc})")
+        )
+        return ctx
+    return replace(ctx, vectors=np.vstack([ctx.vectors[:1], extra]))
 
 
 def rerank(

@@ -215,6 +215,60 @@ def find_entities(scope: Scope, names: Sequence[str]) -> dict[str, int]:
         return {name: eid for name, eid in c.fetchall()}
 
 
+SPEAKERS_TTL_S = 60.0
+_speakers_cache: dict[tuple[object, ...], tuple[float, frozenset[str]]] = {}
+
+
+def known_speakers(scope: Scope) -> frozenset[str]:
+    """Lower-cased speaker names of the org's rows (cached per process briefly).
+
+    Read with a recursive skip scan over the ``(org_id, speaker)`` index, so the cost
+    is one index probe per distinct speaker, not one per row.
+    """
+    org_id = scope.principal.org_id
+    if org_id is None:
+        return frozenset()
+    key = (connection.settings_dict["NAME"], org_id)
+    now = time.monotonic()
+    hit = _speakers_cache.get(key)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    with connection.cursor() as c:
+        c.execute(
+            """
+            WITH RECURSIVE s(speaker) AS (
+                (SELECT speaker FROM memory_memory WHERE org_id = %s AND speaker > ''
+                 ORDER BY speaker LIMIT 1)
+                UNION ALL
+                SELECT (SELECT m.speaker FROM memory_memory m
+                        WHERE m.org_id = %s AND m.speaker > s.speaker
+                        ORDER BY m.speaker LIMIT 1)
+                FROM s WHERE s.speaker IS NOT NULL
+            )
+            SELECT speaker FROM s WHERE speaker IS NOT NULL LIMIT 1000
+            """,
+            [org_id, org_id],
+        )
+        names = frozenset(r[0].strip().lower() for r in c.fetchall() if r[0].strip())
+    if len(_speakers_cache) > 4096:
+        _speakers_cache.clear()
+    _speakers_cache[key] = (now + SPEAKERS_TTL_S, names)
+    return names
+
+
+def speakers_of(memory_ids: Sequence[int]) -> dict[int, str]:
+    """Lower-cased speaker of each row (rows without one are left out)."""
+    if not memory_ids:
+        return {}
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT id, lower(speaker) FROM memory_memory "
+            "WHERE id = ANY(%s) AND speaker > ''",
+            [list(memory_ids)],
+        )
+        return dict(c.fetchall())
+
+
 def unstable_entities(entity_ids: Sequence[int]) -> list[int]:
     if not entity_ids:
         return []
@@ -317,6 +371,20 @@ def filter_eligible(scope: Scope, memory_ids: Sequence[int]) -> set[int]:
             [list(memory_ids), *params],
         )
         return {r[0] for r in c.fetchall()}
+
+
+def any_eligible(scopes: Sequence[Scope]) -> list[bool]:
+    """Whether each scope has at least one eligible row (one round trip for all)."""
+    if not scopes:
+        return []
+    parts, params = [], []
+    for scope in scopes:
+        where, p = eligibility_sql(scope)
+        parts.append(f"EXISTS (SELECT 1 FROM memory_memory m WHERE {where})")
+        params += p
+    with connection.cursor() as c:
+        c.execute("SELECT " + ", ".join(parts), params)
+        return [bool(v) for v in c.fetchone()]
 
 
 def pending_count(scope: Scope) -> int:

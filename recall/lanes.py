@@ -94,6 +94,27 @@ def reference_rows(
     return [rows[i] for i in wanted if i in rows], [i for i in wanted if i not in rows]
 
 
+def overlay_scope(base: Scope, kind: str) -> Scope:
+    """Where the rule / lesson overlays look: procedural rows of that kind, across
+    sessions and time (visibility, read scopes and the view of time still apply)."""
+    return replace(
+        base,
+        tiers=("procedural",),
+        kinds=(kind,),
+        sessions=None,
+        entity_ids=None,
+        occurred_after=None,
+        occurred_before=None,
+    )
+
+
+def overlays_present(base: Scope) -> dict[str, bool]:
+    """Whether any rule / lesson is eligible at all (one round trip for both)."""
+    kinds = ("rule", "lesson")
+    found = channels.any_eligible([overlay_scope(base, k) for k in kinds])
+    return dict(zip(kinds, found, strict=True))
+
+
 def rule_overlay(
     base: Scope,
     request: RecallRequest,
@@ -101,6 +122,7 @@ def rule_overlay(
     budget_tokens: int,
     count_tokens: Any,
     config: LaneConfig,
+    present: bool = True,
 ) -> tuple[list[int], list[int]]:
     """Rules that apply: (ids within the cap, ids left out by the cap).
 
@@ -110,15 +132,9 @@ def rule_overlay(
     """
     if not request.include_rules or not _wanted(request, "procedural", "rule"):
         return [], []
-    scope = replace(
-        base,
-        tiers=("procedural",),
-        kinds=("rule",),
-        sessions=None,
-        entity_ids=None,
-        occurred_after=None,
-        occurred_before=None,
-    )
+    scope = overlay_scope(base, "rule")
+    if not present:
+        return [], []
     ids = [h.memory_id for h in channels.recent_rows(scope, k=50)]
     rows = Memory.objects.filter(pk__in=ids).only("id", "content", "env_tags")
     by_id = {r.pk: r for r in rows}
@@ -148,6 +164,7 @@ def lesson_overlay(
     min_terms: int,
     config: LaneConfig,
     min_score: float,
+    present: bool = True,
 ) -> list[tuple[int, float]]:
     """Lessons learned in other sessions that are relevant to the query."""
     if (
@@ -156,15 +173,9 @@ def lesson_overlay(
         or not _wanted(request, "procedural", "lesson")
     ):
         return []
-    scope = replace(
-        base,
-        tiers=("procedural",),
-        kinds=("lesson",),
-        sessions=None,
-        entity_ids=None,
-        occurred_after=None,
-        occurred_before=None,
-    )
+    if not present:
+        return []
+    scope = overlay_scope(base, "lesson")
     scored: dict[int, float] = {}
     if query_vector is not None:
         for h in channels.vector_channel(

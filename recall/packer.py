@@ -117,6 +117,7 @@ def build_pack(
             dict(gate.reasons),
         )
 
+    present = lanes.overlays_present(pc.base)
     lessons = lanes.lesson_overlay(
         pc.base,
         request,
@@ -125,9 +126,15 @@ def build_pack(
         min_terms=min_terms,
         config=cfg,
         min_score=min_score,
+        present=present["lesson"],
     )
     rules, rules_capped = lanes.rule_overlay(
-        pc.base, request, budget_tokens=budget, count_tokens=pc.count_tokens, config=cfg
+        pc.base,
+        request,
+        budget_tokens=budget,
+        count_tokens=pc.count_tokens,
+        config=cfg,
+        present=present["rule"],
     )
     fused, altitude = _altitude(
         request,

@@ -91,7 +91,7 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
         try:
             vectors = state.timed(
                 "embed",
-                lambda: embeddings.embed_queries([request.query, *intent.variants]),
+                lambda: embeddings.embed_queries([request.query]),
             )
         except embeddings.EmbedderUnavailable as exc:
             _degrade(
@@ -130,7 +130,15 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
                         "see them (lexical can)",
                     ),
                 )
-        ctx = QueryContext(request, intent, vectors, entity_ids, now)
+        ctx = QueryContext(
+            request,
+            intent,
+            vectors,
+            entity_ids,
+            now,
+            speakers=_query_speakers(base, intent),
+            reinforcement_weight=_reinforcement_weight(principal),
+        )
         run_cascade(base, ctx, state, lambda ids: _describe(ids))
         pc = PackContext(
             base=base,
@@ -182,6 +190,27 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
         pack.recall_id = event.pk
     pack.suggested_actions = suggested_actions(principal, pack)
     return pack
+
+
+def _query_speakers(base: Scope, intent: Any) -> frozenset[str]:
+    """Speakers of the org's rows that the query names (lower-cased)."""
+    named = {e.lower() for e in intent.entities}
+    if not named:
+        return frozenset()
+    return frozenset(named & channels.known_speakers(base))
+
+
+def _reinforcement_weight(principal: Principal) -> float:
+    from recall.models import RecallConfig
+
+    if principal.org_id is None:
+        return 0.0
+    weight = (
+        RecallConfig.objects.filter(org_id=principal.org_id)
+        .values_list("reinforcement_weight", flat=True)
+        .first()
+    )
+    return float(weight or 0.0)
 
 
 def _degrade(state: CascadeState, request: RecallRequest, d: Degradation) -> None:

@@ -35,6 +35,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "graph_on": {"weights": {"graph": 0.3}},
     "no_temporal": {"weights": {"temporal": 0.0}},
     "no_neighbors": {"neighbor_share": 0.0},
+    "no_speaker": {"speaker_boost": 1.0},
     "direct": {"mode": "direct"},
     "no_gate": {"min_relevance": 0.0},
     "budget_low": {"budget_level": "low"},

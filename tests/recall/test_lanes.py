@@ -303,13 +303,39 @@ def test_budget_levels_change_depth_graph_and_phases(world, trip):
         ),
     )
     assert low.phase_reached <= 2 and "phase3" not in low.coverage
-    assert high.phase_reached == 3
+    # No chunks or artifacts in the org: phase 3 is skipped by the presence probe
+    # (no channel queries, no variant embeddings) and says so.
+    assert high.phase_reached == 2
+    assert high.coverage["phase3"] == {"skipped": "no eligible rows"}
+    assert "p3.vector" not in high.timings_ms and "embed_variants" not in high.timings_ms
     assert high.items[0].explain["weights"]["graph"] > 0
     assert low.controls["budget_level"] == "low"
     assert (
         recall(client_for(world, "alice"), query="x", budget_level="max").status_code
         == 400
     )
+
+
+def test_phase_three_runs_when_chunks_exist_and_embeds_variants(world, trip):
+    alice = world.principal("alice")
+    remember(
+        alice,
+        MemoryInput(
+            content="Kiln manual: pottery glaze fires at 1200 degrees",
+            kind="chunk",
+        ),
+        session=trip["session"],
+    )
+    high = recall_run(
+        alice,
+        RecallRequest(
+            query="Caroline pottery", budget_level="high", record_event=False
+        ),
+    )
+    assert high.phase_reached == 3
+    assert "skipped" not in high.coverage.get("phase3", {})
+    assert "p3.vector" in high.timings_ms and "embed_variants" in high.timings_ms
+    assert any(i.kind == "chunk" for i in high.items)
 
 
 def test_env_tags_boost_matches_and_penalise_conflicts_in_explain(world, trip):
