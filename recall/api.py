@@ -75,6 +75,14 @@ class RecallIn(serializers.Serializer):
     answer_type_boost = serializers.FloatField(
         min_value=0.5, max_value=3.0, default=1.0
     )
+    speaker_boost = serializers.FloatField(
+        min_value=1.0,
+        max_value=3.0,
+        default=1.2,
+        help_text="When the query names a speaker of the org's rows, that speaker's "
+        "rows are multiplied by this (and the name is not a full-text term); 1.0 "
+        "turns the rule off.",
+    )
     # Part two: lanes and controls (docs/recall-lanes.md).
     session = serializers.IntegerField(
         min_value=1,

@@ -36,6 +36,8 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "no_temporal": {"weights": {"temporal": 0.0}},
     "no_neighbors": {"neighbor_share": 0.0},
     "no_speaker": {"speaker_boost": 1.0},
+    # Raw turns only: what a store without the consolidated tiers would return.
+    "raw_only": {"tiers": ("raw",), "kinds": ("message",)},
     "direct": {"mode": "direct"},
     "no_gate": {"min_relevance": 0.0},
     "budget_low": {"budget_level": "low"},

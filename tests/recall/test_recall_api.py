@@ -258,12 +258,48 @@ def test_without_an_embedder_recall_degrades_to_lexical_and_strict_fails(
         ({"query": "x", "weights": {"telepathy": 1}}, "weights"),
         ({"query": "x", "as_of": "last tuesday"}, "as_of"),
         ({"query": "x", "tiers": ["cosmic"]}, "tiers"),
+        ({"query": "x", "speaker_boost": 0.5}, "speaker_boost"),
     ],
 )
 def test_bad_recall_requests_get_a_400_naming_the_field(world, body, field):
     r = client_for(world, "alice").post("/api/v1/recall", body, format="json")
     assert r.status_code == 400, r.content
     assert r.json()["field"].startswith(field)
+
+
+def test_a_named_speaker_s_own_turns_outrank_turns_addressing_them(world):
+    alice = world.principal("alice")
+    session = services.session_create(
+        principal=alice, external_id="chat", visibility="org"
+    )
+    when = timezone.now() - timedelta(days=2)
+    addressed, own = remember(
+        alice,
+        MemoryInput(
+            content="Thanks Melanie, your kids sound lovely!",
+            speaker="Caroline",
+            occurred_at=when,
+        ),
+        MemoryInput(
+            content="The kids were stoked about the dinosaur exhibit at the museum.",
+            speaker="Melanie",
+            occurred_at=when + timedelta(minutes=5),
+        ),
+        session=session,
+    )
+    client = client_for(world, "alice")
+    body = recall(client, query="What do Melanie's kids like?").json()
+    ids = [i["id"] for i in body["items"]]
+    assert ids.index(own.pk) < ids.index(addressed.pk)
+    top = body["items"][0]
+    assert top["id"] == own.pk and top["explain"]["boosts"]["speaker"] == 1.2
+    # The name is not a full-text term: only "kids" is matched lexically.
+    lexical = {
+        i["id"]: i["explain"]["channels"].get("lexical") for i in body["items"]
+    }
+    assert lexical[addressed.pk]["detail"]["matched_terms"] == 1
+    off = recall(client, query="What do Melanie's kids like?", speaker_boost=1.0).json()
+    assert all("speaker" not in i["explain"]["boosts"] for i in off["items"])
 
 
 def test_trace_shows_lineage_up_and_down_within_visibility(world, stocked):
