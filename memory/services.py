@@ -587,6 +587,28 @@ def memory_embed(*, ids: Sequence[int]) -> int:
     return len(rows)
 
 
+def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[int]:
+    """``ids`` plus the oldest other pending rows of the same orgs, up to ``limit``.
+
+    A write of a few messages enqueues a task for just those rows; when writes arrive
+    faster than the worker embeds, each task takes its backlog along, so the model runs
+    on full batches and the later tasks find their rows ready (a no-op). Rows of other
+    orgs are never taken (the task's row-level-security scope is its rows' orgs).
+    """
+    ids = list(dict.fromkeys(ids))
+    room = limit - len(ids)
+    if room <= 0 or not ids:
+        return ids
+    orgs = list(Memory.objects.filter(pk__in=ids).values_list("org_id", flat=True).distinct())
+    extra = (
+        Memory.objects.filter(org_id__in=orgs, embedding_state=EmbeddingState.PENDING)
+        .exclude(pk__in=ids)
+        .order_by("recorded_at", "id")
+        .values_list("id", flat=True)[:room]
+    )
+    return ids + list(extra)
+
+
 def memory_embed_failed(*, ids: Sequence[int], error: str) -> None:
     """Record an embedding failure on the rows (they stay searchable lexically)."""
     from django.db.models import F

@@ -85,6 +85,34 @@ def test_the_sweep_leaves_fresh_pending_rows_alone(world):
 
 
 @pytest.mark.django_db
+def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
+    world, settings
+):
+    from memory.tasks import embed_memories
+
+    def pending(principal, *texts):
+        return [
+            m.pk
+            for m in services.memory_remember(
+                principal=principal,
+                items=[MemoryInput(content=t) for t in texts],
+                enqueue=False,
+            ).memories
+        ]
+
+    backlog = pending(world.principal("agent_a"), "one", "two", "three", "four")
+    other_org = pending(world.principal("carol"), "globex backlog")
+    settings.MNEMO_EMBEDDING_BATCH = 3
+    assert embed_memories.apply(args=[[backlog[-1]]]).get() == 3
+    states = dict(Memory.objects.filter(pk__in=backlog).values_list("id", "embedding_state"))
+    # the task's own row first, then the oldest of the backlog, up to the batch size
+    assert [states[i] for i in backlog] == ["ready", "ready", "pending", "ready"]
+    assert Memory.objects.get(pk=other_org[0]).embedding_state == "pending"
+    # a later task whose row a batch already took is a no-op
+    assert embed_memories.apply(args=[[backlog[0]]]).get() == 1  # takes "three"
+
+
+@pytest.mark.django_db
 def test_embedding_twice_is_idempotent(world):
     ids = [
         m.pk
