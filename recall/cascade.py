@@ -203,7 +203,9 @@ def _speaker_boost(fused: list[FusedItem], ctx: QueryContext) -> list[FusedItem]
     speaker = channels.speakers_of([f.memory_id for f in fused])
     factor = ctx.request.speaker_boost
     multipliers = {
-        mid: {"speaker": factor} for mid, name in speaker.items() if name in ctx.speakers
+        mid: {"speaker": factor}
+        for mid, name in speaker.items()
+        if name in ctx.speakers
     }
     return apply_adjustments(fused, multipliers=multipliers) if multipliers else fused
 
@@ -382,8 +384,13 @@ def run_cascade(
     # round trip saves their channel queries (and phase 3's variant embeddings).
     probe = [p for p in scopes if p != 2]
     present = dict(
-        zip(probe, state.timed("presence", lambda: channels.any_eligible(
-            [scopes[p] for p in probe])), strict=True)
+        zip(
+            probe,
+            state.timed(
+                "presence", lambda: channels.any_eligible([scopes[p] for p in probe])
+            ),
+            strict=True,
+        )
     )
     for phase, scope in scopes.items():
         if not present.get(phase, True):
@@ -432,11 +439,14 @@ def with_variant_vectors(ctx: QueryContext, state: CascadeState) -> QueryContext
 
     try:
         extra = state.timed(
-            "embed_variants", lambda: embeddings.embed_queries(list(ctx.intent.variants))
+            "embed_variants",
+            lambda: embeddings.embed_queries(list(ctx.intent.variants)),
         )
     except embeddings.EmbedderUnavailable as exc:
         state.degradations.append(
-            Degradation("embedder_unavailable", "vector", f"variants not embedded ({exc})")
+            Degradation(
+                "embedder_unavailable", "vector", f"variants not embedded ({exc})"
+            )
         )
         return ctx
     return replace(ctx, vectors=np.vstack([ctx.vectors[:1], extra]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils import timezone
@@ -11,6 +12,7 @@ from memory.access import visibility_q
 from memory.models import Memory
 
 CITATION_DEPTH = 4
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
@@ -26,9 +28,27 @@ def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
 
 
 def citations_for(
-    principal: Principal, ids: list[int], rows: dict[int, Memory]
+    principal: Principal,
+    ids: list[int],
+    rows: dict[int, Memory],
+    *,
+    scores: dict[int, float] | None = None,
+    keywords: tuple[str, ...] = (),
 ) -> dict[int, list[dict[str, Any]]]:
-    """Raw evidence each item traces to (itself for raw rows), visible rows only."""
+    """Raw evidence each item traces to (itself for raw rows), visible rows only.
+
+    A digest can cite dozens of turns; they come most relevant first: turns this
+    recall itself ranked (by fused score), then turns sharing more query keywords,
+    then in time order.
+    """
+    scores = scores or {}
+    terms = {k.lower() for k in keywords}
+
+    def overlap(raw: Memory) -> int:
+        if not terms:
+            return 0
+        return len(terms & set(_WORD.findall(raw.content.lower())))
+
     through = Memory.derived_from.through
     roots: dict[int, set[int]] = {}
     frontier: dict[int, set[int]] = {}
@@ -71,9 +91,11 @@ def citations_for(
         for rid in sorted(
             raws,
             key=lambda r: (
+                -scores.get(r, 0.0),
+                -overlap(raw_rows[r]) if r in raw_rows else 0,
                 (raw_rows[r].occurred_at or timezone.now(), r)
                 if r in raw_rows
-                else (timezone.now(), r)
+                else (timezone.now(), r),
             ),
         ):
             raw = raw_rows.get(rid)

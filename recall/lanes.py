@@ -29,6 +29,7 @@ from recall.models import WorkingState
 from recall.scope import Scope
 from recall.types import RecallRequest
 
+EXTRACTED_RULE_MIN_SCORE = 0.5
 ALL_TIERS = ("raw", "episodic", "semantic", "procedural", "topic")
 
 
@@ -123,12 +124,19 @@ def rule_overlay(
     count_tokens: Any,
     config: LaneConfig,
     present: bool = True,
+    query_vector: np.ndarray | None = None,
+    keywords: tuple[str, ...] = (),
+    min_terms: int = 1,
+    min_score: float = 0.0,
 ) -> tuple[list[int], list[int]]:
     """Rules that apply: (ids within the cap, ids left out by the cap).
 
     Session and time filters of the request do not apply (a rule holds across
     sessions); visibility, read scopes and ``as_of`` / ``known_at`` do. Rules whose
     ``env_tags`` all differ from the request's do not apply to this environment.
+    A rule someone wrote always applies; a rule consolidation *extracted* from a
+    conversation (it has ``derived_from`` lineage) joins only when it is relevant to
+    the query, like a lesson: an imperative said in passing is not a standing rule.
     """
     if not request.include_rules or not _wanted(request, "procedural", "rule"):
         return [], []
@@ -136,6 +144,17 @@ def rule_overlay(
     if not present:
         return [], []
     ids = [h.memory_id for h in channels.recent_rows(scope, k=50)]
+    extracted = set(
+        Memory.derived_from.through.objects.filter(from_memory_id__in=ids).values_list(
+            "from_memory_id", flat=True
+        )
+    )
+    if extracted:
+        ids = [
+            m
+            for m in ids
+            if m not in extracted or m in _about(scope, query_vector, keywords)
+        ]
     rows = Memory.objects.filter(pk__in=ids).only("id", "content", "env_tags")
     by_id = {r.pk: r for r in rows}
     cap = int(budget_tokens * config.rule_budget_share)
@@ -153,6 +172,44 @@ def rule_overlay(
         kept.append(mid)
         used += tokens
     return kept, capped
+
+
+def _about(
+    scope: Scope, query_vector: np.ndarray | None, keywords: tuple[str, ...]
+) -> set[int]:
+    """Extracted rules / lessons that are about the query: close in meaning (the phase-1 bar,
+    :data:`EXTRACTED_RULE_MIN_SCORE`) *and* sharing a query term. Either alone let
+    through "Do your research and find an adoption agency" for "Where did Caroline
+    move from?" (the speaker's name alone lifts MiniLM similarity past 0.5)."""
+    lexical = {h.memory_id for h in channels.lexical_channel(scope, keywords, k=20)}
+    if query_vector is None or not lexical:
+        return lexical
+    close = channels.vector_channel(
+        scope, query_vector, k=20, min_score=EXTRACTED_RULE_MIN_SCORE
+    )
+    return lexical & {h.memory_id for h in close}
+
+
+def _relevant(
+    scope: Scope,
+    query_vector: np.ndarray | None,
+    keywords: tuple[str, ...],
+    *,
+    min_terms: int,
+    min_score: float,
+) -> dict[int, float]:
+    """Rows of ``scope`` close to the query: vector score >= ``min_score``, or at
+    least ``min_terms`` query terms matched (scored ``min_score``)."""
+    scored: dict[int, float] = {}
+    if query_vector is not None:
+        for h in channels.vector_channel(
+            scope, query_vector, k=20, min_score=min_score
+        ):
+            scored[h.memory_id] = h.score
+    for h in channels.lexical_channel(scope, keywords, k=20):
+        if h.detail.get("matched_terms", 0) >= min_terms:
+            scored.setdefault(h.memory_id, min_score)
+    return scored
 
 
 def lesson_overlay(
@@ -176,15 +233,17 @@ def lesson_overlay(
     if not present:
         return []
     scope = overlay_scope(base, "lesson")
-    scored: dict[int, float] = {}
-    if query_vector is not None:
-        for h in channels.vector_channel(
-            scope, query_vector, k=20, min_score=min_score
-        ):
-            scored[h.memory_id] = h.score
-    for h in channels.lexical_channel(scope, keywords, k=20):
-        if h.detail.get("matched_terms", 0) >= min_terms:
-            scored.setdefault(h.memory_id, min_score)
+    scored = _relevant(
+        scope, query_vector, keywords, min_terms=min_terms, min_score=min_score
+    )
+    extracted = set(
+        Memory.derived_from.through.objects.filter(
+            from_memory_id__in=list(scored)
+        ).values_list("from_memory_id", flat=True)
+    )
+    if extracted:  # a lesson consolidation inferred must be about the query
+        about = _about(scope, query_vector, keywords)
+        scored = {m: s for m, s in scored.items() if m not in extracted or m in about}
     if not scored:
         return []
     sessions = dict(

@@ -135,6 +135,10 @@ def build_pack(
         count_tokens=pc.count_tokens,
         config=cfg,
         present=present["rule"],
+        query_vector=pc.query_vector,
+        keywords=pc.keywords,
+        min_terms=min_terms,
+        min_score=min_score,
     )
     fused, altitude = _altitude(
         request,
@@ -181,7 +185,13 @@ def build_pack(
     )
     by_id = {i.memory_id: i for i in [*deduped, *fused]}
     scores = dict(lessons)
-    citations = citations_for(principal, [p.memory_id for p in result.packed], rows)
+    citations = citations_for(
+        principal,
+        [p.memory_id for p in result.packed],
+        rows,
+        scores={mid: item.score for mid, item in state.items.items()},
+        keywords=pc.keywords,
+    )
     items = []
     for packed in result.packed:
         row, lane = rows[packed.memory_id], lane_of[packed.memory_id]

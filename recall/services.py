@@ -15,7 +15,7 @@ from accounts.principals import Principal
 from memory import embeddings
 from memory.models import Memory
 from recall import channels
-from recall.cascade import CascadeState, QueryContext, run_cascade
+from recall.cascade import CascadeState, QueryContext, lexical_terms, run_cascade
 from recall.models import RecallEvent
 from recall.packer import PackContext, build_pack
 from recall.pipeline.intent import profile_intent
@@ -143,7 +143,9 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
         pc = PackContext(
             base=base,
             query_vector=vectors[0] if vectors is not None else None,
-            keywords=tuple(intent.keywords) or (request.query,),
+            # The speaker names a query asks about are not lexical terms anywhere
+            # (channels, overlays, relevance gate): see recall.cascade.lexical_terms.
+            keywords=tuple(lexical_terms(ctx)) or (request.query,),
             vector_window=vectors is not None,
             count_tokens=count_tokens,
         )

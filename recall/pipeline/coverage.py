@@ -46,20 +46,26 @@ def coverage_score(
 ) -> Coverage:
     """Score how well items cover a query: ``0.4*facet + 0.3*mean + 0.3*diversity``.
 
-    ``facet`` is the fraction of distinct facets (query keywords and entities,
-    compared lowercase and whole-word) found in at least one item text; with no
-    facets it is 0, so a query without keywords never exits early on its own.
+    ``facet`` is the largest fraction of the distinct facets (query keywords and
+    entities, compared lowercase and whole-word) that one item text holds: the
+    question is whether some item answers the whole query, not whether its words
+    are scattered over the items (measured: "What did Caroline research?" exited
+    phase 1 on "Caroline attended a mentorship program" plus a rule saying
+    "research", and never reached the turn that answers it). With no facets it is
+    0, so a query without keywords never exits early on its own. ``facets_hit``
+    lists the facets found in any item.
     ``mean_score`` is the mean of the scores, each clamped to [0, 1] (0 when
     there are none). ``diversity`` is distinct tiers over ``max_tiers``, capped
     at 1. Every component and the value lie in [0, 1].
     """
     unique_facets = list(dict.fromkeys(f.strip().lower() for f in facets))
     unique_facets = [f for f in unique_facets if f]
-    haystack = "\n".join(text.lower() for text in item_texts)
-    hit = tuple(f for f in unique_facets if _facet_pattern(f).search(haystack))
-    facet = len(hit) / len(unique_facets) if unique_facets and haystack else 0.0
-    if not haystack:
-        hit = ()
+    patterns = [(f, _facet_pattern(f)) for f in unique_facets]
+    texts = [text.lower() for text in item_texts if text]
+    per_item = [{f for f, p in patterns if p.search(text)} for text in texts]
+    hit = tuple(f for f in unique_facets if any(f in found for found in per_item))
+    best = max((len(found) for found in per_item), default=0)
+    facet = best / len(unique_facets) if unique_facets else 0.0
     clamped = [_clamp(float(s)) for s in scores]
     mean_score = math.fsum(clamped) / len(clamped) if clamped else 0.0
     distinct_tiers = {tier for tier in tiers if tier}

@@ -63,3 +63,21 @@ def test_coverage_always_lies_within_zero_and_one(facets, texts, scores, tiers, 
         coverage.diversity,
     ):
         assert 0.0 <= part <= 1.0
+
+
+def test_facet_coverage_asks_one_item_to_hold_the_facets_not_the_items_together():
+    scattered = coverage_score(
+        facets=["caroline", "research"],
+        item_texts=["Caroline attended a mentorship program", "Do your research"],
+        scores=[0.6, 0.6],
+        tiers=["semantic", "procedural"],
+    )
+    joint = coverage_score(
+        facets=["caroline", "research"],
+        item_texts=["Caroline researched adoption agencies", "Caroline did research"],
+        scores=[0.6, 0.6],
+        tiers=["semantic", "procedural"],
+    )
+    assert scattered.facet == 0.5 and set(scattered.facets_hit) == {"caroline", "research"}
+    assert joint.facet == 1.0
+    assert scattered.value < joint.value
