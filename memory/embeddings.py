@@ -30,6 +30,8 @@ class EmbedderUnavailable(RuntimeError):
 _lock = threading.Lock()
 _model: Any = None
 _model_error: str | None = None
+_query_model: Any = None
+_query_model_failed = False
 _query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _QUERY_CACHE_SIZE = 2048
 
@@ -65,17 +67,20 @@ def get_model() -> Any:
 def _load(backend: str) -> Any:
     """The model for ``backend``; both offer ``encode(texts, batch_size=...)``."""
     threads = max(1, int(settings.MNEMO_EMBEDDING_THREADS))
-    if backend == "onnx-int8":
+    if backend in ("onnx-int8", "onnx"):
         from pathlib import Path
 
         from memory.onnx_backend import OnnxEmbedder
 
         return OnnxEmbedder(
-            Path(model_path()), Path(settings.VAR_DIR) / "onnx", threads=threads
+            Path(model_path()),
+            Path(settings.VAR_DIR) / "onnx",
+            threads=threads,
+            quantise=backend == "onnx-int8",
         )
     if backend != "torch":
         raise ValueError(
-            f"unknown MNEMO_EMBEDDING_BACKEND {backend!r} (torch, onnx-int8)"
+            f"unknown MNEMO_EMBEDDING_BACKEND {backend!r} (torch, onnx, onnx-int8)"
         )
     import torch
     from sentence_transformers import SentenceTransformer
@@ -84,15 +89,51 @@ def _load(backend: str) -> Any:
     return SentenceTransformer(model_path(), device="cpu")
 
 
+def get_query_model() -> Any:
+    """The model for query embeddings (``MNEMO_QUERY_EMBEDDING_BACKEND``).
+
+    Falls back to :func:`get_model` when the setting is empty or equals the main
+    backend, or when the query backend cannot load (logged once per process).
+    """
+    global _query_model, _query_model_failed
+    backend = settings.MNEMO_QUERY_EMBEDDING_BACKEND
+    if (
+        not backend
+        or backend == settings.MNEMO_EMBEDDING_BACKEND
+        or _query_model_failed
+    ):
+        return get_model()
+    if not settings.MNEMO_EMBEDDING_ENABLED:
+        raise EmbedderUnavailable("embedding is disabled (MNEMO_EMBEDDING_ENABLED=0)")
+    if _query_model is not None:
+        return _query_model
+    with _lock:
+        if _query_model is None and not _query_model_failed:
+            try:
+                _query_model = _load(backend)
+            except Exception as exc:  # noqa: BLE001 - fall back to the main backend
+                _query_model_failed = True
+                logger.warning(
+                    "query embedding backend %r failed to load (%s: %s); using %r",
+                    backend,
+                    type(exc).__name__,
+                    exc,
+                    settings.MNEMO_EMBEDDING_BACKEND,
+                )
+    return _query_model if _query_model is not None else get_model()
+
+
 def is_loaded() -> bool:
     return _model is not None
 
 
-def embed_texts(texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
+def embed_texts(
+    texts: list[str], *, batch_size: int | None = None, model: Any = None
+) -> np.ndarray:
     """Unit-normalised float32 embeddings, one row per text."""
     if not texts:
         return np.zeros((0, settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
-    model = get_model()
+    model = model if model is not None else get_model()
     vectors = model.encode(
         texts,
         batch_size=batch_size or settings.MNEMO_EMBEDDING_BATCH,
@@ -107,7 +148,8 @@ def embed_queries(texts: list[str]) -> np.ndarray:
     """Like :func:`embed_texts`, with a bounded per-process cache for repeated queries."""
     missing = [t for t in dict.fromkeys(texts) if t not in _query_cache]
     if missing:
-        for text, vector in zip(missing, embed_texts(missing), strict=True):
+        vectors = embed_texts(missing, model=get_query_model())
+        for text, vector in zip(missing, vectors, strict=True):
             _query_cache[text] = vector
             if len(_query_cache) > _QUERY_CACHE_SIZE:
                 _query_cache.popitem(last=False)
@@ -123,7 +165,9 @@ def reset_query_cache() -> None:
 
 def reset_for_tests() -> None:
     """Forget the loaded model (tests that switch the model setting)."""
-    global _model
+    global _model, _query_model, _query_model_failed
     with _lock:
         _model = None
+        _query_model = None
+        _query_model_failed = False
         _query_cache.clear()

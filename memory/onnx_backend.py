@@ -36,9 +36,11 @@ def _fingerprint(model_dir: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def export_int8(model_dir: Path, cache_dir: Path) -> Path:
-    """The int8 ONNX file for ``model_dir`` (exported and quantised once, cached)."""
-    target = cache_dir / _fingerprint(model_dir) / "model_int8.onnx"
+def export_int8(model_dir: Path, cache_dir: Path, *, quantise: bool = True) -> Path:
+    """The ONNX file for ``model_dir``: int8 (quantised) or, with ``quantise=False``,
+    the plain float32 export (same weights as torch). Exported once and cached."""
+    name = "model_int8.onnx" if quantise else "model_fp32.onnx"
+    target = cache_dir / _fingerprint(model_dir) / name
     if target.exists():
         return target
     import torch
@@ -77,6 +79,9 @@ def export_int8(model_dir: Path, cache_dir: Path) -> Path:
             opset_version=17,
             dynamo=False,
         )
+        if not quantise:
+            os.replace(fp32, target)  # atomic, as below
+            return target
         staged = Path(tmp) / "model_int8.onnx"
         logging.disable(logging.INFO)  # the quantiser logs one line per tensor
         try:
@@ -90,11 +95,13 @@ def export_int8(model_dir: Path, cache_dir: Path) -> Path:
 class OnnxEmbedder:
     """A small stand-in for ``SentenceTransformer.encode`` on ONNX Runtime."""
 
-    def __init__(self, model_dir: Path, cache_dir: Path, *, threads: int) -> None:
+    def __init__(
+        self, model_dir: Path, cache_dir: Path, *, threads: int, quantise: bool = True
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        path = export_int8(model_dir, cache_dir)
+        path = export_int8(model_dir, cache_dir, quantise=quantise)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1

@@ -599,7 +599,9 @@ def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[int]:
     room = limit - len(ids)
     if room <= 0 or not ids:
         return ids
-    orgs = list(Memory.objects.filter(pk__in=ids).values_list("org_id", flat=True).distinct())
+    orgs = list(
+        Memory.objects.filter(pk__in=ids).values_list("org_id", flat=True).distinct()
+    )
     extra = (
         Memory.objects.filter(org_id__in=orgs, embedding_state=EmbeddingState.PENDING)
         .exclude(pk__in=ids)

@@ -5,20 +5,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0003_row_level_security'),
-        ('memory', '0004_memory_unembedded_index'),
+        ("accounts", "0003_row_level_security"),
+        ("memory", "0004_memory_unembedded_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['org', 'speaker'], name='memory_org_speaker'),
+            model_name="memory",
+            index=models.Index(fields=["org", "speaker"], name="memory_org_speaker"),
         ),
         migrations.AddIndex(
-            model_name='memory',
-            index=models.Index(fields=['org', 'kind'], name='memory_org_kind'),
+            model_name="memory",
+            index=models.Index(fields=["org", "kind"], name="memory_org_kind"),
         ),
     ]

@@ -42,3 +42,26 @@ def test_an_unknown_backend_name_is_reported_as_embedder_unavailable(settings):
     finally:
         settings.MNEMO_EMBEDDING_BACKEND = "torch"
         embeddings.reset_for_tests()
+
+
+def test_query_embeddings_use_the_float32_onnx_export_equal_to_torch(settings):
+    settings.MNEMO_QUERY_EMBEDDING_BACKEND = "onnx"
+    embeddings.reset_for_tests()
+    try:
+        got = embeddings.embed_queries(TEXTS)
+        model = embeddings.get_query_model()
+        assert isinstance(model, OnnxEmbedder) and model.path.name == "model_fp32.onnx"
+        want = embeddings.embed_texts(TEXTS)  # documents: the torch backend
+        assert (got * want).sum(axis=1).min() > 0.99999
+    finally:
+        embeddings.reset_for_tests()
+
+
+def test_a_query_backend_that_cannot_load_falls_back_to_the_main_one(settings):
+    settings.MNEMO_QUERY_EMBEDDING_BACKEND = "tensorflow"
+    embeddings.reset_for_tests()
+    try:
+        assert embeddings.get_query_model() is embeddings.get_model()
+        assert embeddings.embed_queries(["still works"]).shape == (1, 384)
+    finally:
+        embeddings.reset_for_tests()
