@@ -178,11 +178,9 @@ def run_phase(
         fused = state.timed(f"p{phase}.speaker", lambda: _speaker_boost(fused, ctx))
     if phase == 2 and req.neighbor_share > 0 and fused:
         top = [f.memory_id for f in fused[: 2 * k]]
-        neighbors = state.timed("p2.neighbors", lambda: channels.neighbor_ids(top))
-        eligible = channels.filter_eligible(
-            scope, [n for ns in neighbors.values() for n in ns]
+        neighbors = state.timed(
+            "p2.neighbors", lambda: channels.neighbor_ids(scope, top)
         )
-        neighbors = {a: [b for b in bs if b in eligible] for a, bs in neighbors.items()}
         fused = spread_to_neighbors(
             fused, neighbors, share=req.neighbor_share, max_sources=2 * k
         )

@@ -335,8 +335,11 @@ def graph_edges(
     return edges
 
 
-def neighbor_ids(memory_ids: Sequence[int], *, radius: int = 1) -> dict[int, list[int]]:
-    """Adjacent turns of the *other* party (same session, seq within ``radius``).
+def neighbor_ids(
+    scope: Scope, memory_ids: Sequence[int], *, radius: int = 1
+) -> dict[int, list[int]]:
+    """Adjacent turns of the *other* party (same session, seq within ``radius``) that
+    ``scope`` may return.
 
     The evidence beside a hit is the question it answers or the answer it got, which
     another speaker said. Adjacent turns of the same speaker (e.g. a store that keeps
@@ -345,14 +348,15 @@ def neighbor_ids(memory_ids: Sequence[int], *, radius: int = 1) -> dict[int, lis
     """
     if not memory_ids:
         return {}
+    where, params = eligibility_sql(scope, "b")
     with connection.cursor() as c:
         c.execute(
             "SELECT a.id, b.id FROM memory_memory a JOIN memory_memory b "
             "ON b.session_id = a.session_id AND b.id <> a.id "
             "AND b.seq BETWEEN a.seq - %s AND a.seq + %s "
             "AND (b.speaker, b.role) IS DISTINCT FROM (a.speaker, a.role) "
-            "WHERE a.id = ANY(%s) AND a.seq IS NOT NULL",
-            [radius, radius, list(memory_ids)],
+            f"WHERE a.id = ANY(%s) AND a.seq IS NOT NULL AND {where}",
+            [radius, radius, list(memory_ids), *params],
         )
         out: dict[int, list[int]] = {}
         for a, b in c.fetchall():
