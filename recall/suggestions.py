@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accounts.principals import Principal
-from memory.models import Conflict
+from memory.models import Conflict, ConflictAlternative, ConflictStatus
 from recall.cascade import CascadeState
 from recall.communities import communities_for_pack
 from recall.pipeline.intent import Intent
@@ -61,6 +61,12 @@ def suggested_actions(principal: Principal, pack: ContextPack) -> list[dict[str,
         )
     ids = [i.id for i in pack.items]
     if not ids:
+        return actions
+    # One indexed probe first: almost no pack touches an open conflict, and the
+    # visibility-checked query below cost ~7 ms a recall (docs/benchmarks.md).
+    if not ConflictAlternative.objects.filter(
+        memory_id__in=ids, conflict__status=ConflictStatus.OPEN
+    ).exists():
         return actions
     conflicts = (
         Conflict.objects.visible_to(principal)
