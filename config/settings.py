@@ -288,6 +288,10 @@ MNEMO_TRACE_MAX_NODES = env_int("MNEMO_TRACE_MAX_NODES", 200)
 
 # Knowledge tiers (docs/knowledge-tiers.md)
 MNEMO_CONSOLIDATION_ENABLED = env_bool("MNEMO_CONSOLIDATION_ENABLED", True)
+# With a broker, a session's consolidation runs this many seconds after the embedding
+# that asked for it, once per window: a burst of writes is embedded first and
+# consolidated once (docs/benchmarks.md, ingest). 0 = after every embedding batch.
+MNEMO_CONSOLIDATION_DELAY_S = env_int("MNEMO_CONSOLIDATION_DELAY_S", 5)
 MNEMO_EPISODE_GAP_HOURS = env_int("MNEMO_EPISODE_GAP_HOURS", 4)
 MNEMO_TOPIC_MIN_FACTS = env_int("MNEMO_TOPIC_MIN_FACTS", 3)
 MNEMO_DRIFT_WINDOW_DAYS = env_int("MNEMO_DRIFT_WINDOW_DAYS", 30)

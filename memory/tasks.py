@@ -58,16 +58,39 @@ def enqueue_consolidation(ids: list[int]) -> None:
     sessions = sessions_to_consolidate(ids)
     facts = written_facts(ids)
 
+    delay = int(getattr(settings, "MNEMO_CONSOLIDATION_DELAY_S", 0))
+    debounce = delay > 0 and not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
+
     def send() -> None:
         try:
             for session_id in sessions:
-                consolidate_session.delay(session_id)
+                if not debounce:
+                    consolidate_session.delay(session_id)
+                elif _first_in_window(session_id, delay):
+                    consolidate_session.apply_async((session_id,), countdown=delay)
             if facts:
                 index_facts.delay(facts)
         except Exception as exc:  # noqa: BLE001 - a broker outage must not fail embedding
             logger.warning("could not enqueue consolidation (%s); re-run later", exc)
 
     transaction.on_commit(send)
+
+
+def _first_in_window(session_id: int, delay: int) -> bool:
+    """True for the first request to consolidate ``session_id`` in this window.
+
+    The mark expires a second before the delayed run starts, so a write that lands
+    while the run reads the session enqueues another run (consolidation is
+    incremental and idempotent); nothing waits past one more window.
+    """
+    from django.core.cache import cache
+
+    try:
+        return bool(
+            cache.add(f"mnemo:consolidate:{session_id}", 1, timeout=max(1, delay - 1))
+        )
+    except Exception:  # noqa: BLE001 - no cache: never skip a consolidation
+        return True
 
 
 @shared_task(acks_late=True)

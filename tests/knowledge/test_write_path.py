@@ -101,3 +101,44 @@ def test_team_messages_do_not_leak_into_another_team(writer, world):
         Memory.objects.visible_to(world.principal("bob")).filter(kind="fact").count()
         == 2
     )
+
+
+def test_with_a_broker_a_burst_is_consolidated_once_per_window(
+    world, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Embedding batches of one session ask for consolidation; with a broker the
+    first asks for a run ``MNEMO_CONSOLIDATION_DELAY_S`` later, the rest of the
+    window rides on it. Eager mode (no broker) consolidates after every batch."""
+    from django.core.cache import cache
+
+    from memory import services, tasks
+    from memory.services import MemoryInput
+
+    principal = world.principal("agent_a")
+    session = services.session_create(principal=principal, external_id="burst")
+    ids = [
+        m.pk
+        for m in services.memory_remember(
+            principal=principal,
+            items=[MemoryInput(content=f"message {i}") for i in range(3)],
+            session=session,
+            enqueue=False,
+        ).memories
+    ]
+    sent = []
+    monkeypatch.setattr(
+        tasks.consolidate_session,
+        "apply_async",
+        lambda args, countdown: sent.append((args, countdown)),
+    )
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.MNEMO_CONSOLIDATION_DELAY_S = 5
+    cache.clear()
+    for mid in ids:  # three embedding batches of the same session
+        with django_capture_on_commit_callbacks(execute=True):
+            tasks.enqueue_consolidation([mid])
+    assert sent == [((session.pk,), 5)]
+    cache.clear()  # the window is over: the next batch asks again
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.enqueue_consolidation([ids[0]])
+    assert len(sent) == 2
