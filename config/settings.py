@@ -278,6 +278,7 @@ MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get("MNEMO_QUERY_EMBEDDING_BACKEND", 
 # processes embed at once, and two threads each made one query embedding ~9x slower
 # (docs/benchmarks.md). Raise it for a dedicated embedding worker on a big machine.
 MNEMO_EMBEDDING_THREADS = env_int("MNEMO_EMBEDDING_THREADS", 1)
+MNEMO_WORKER_WARM_MODEL = env_bool("MNEMO_WORKER_WARM_MODEL", True)
 MNEMO_MAX_BATCH = env_int("MNEMO_MAX_BATCH", 500)
 MNEMO_MAX_CONTENT_BYTES = env_int("MNEMO_MAX_CONTENT_BYTES", 32 * 1024)
 MNEMO_PENDING_SWEEP_AFTER_SECONDS = env_int("MNEMO_PENDING_SWEEP_AFTER_SECONDS", 120)
