@@ -149,10 +149,9 @@ def _population(scope: Scope) -> int:
     """Number of eligible rows (the N of IDF), counted up to a cap; cached briefly."""
     where, params = eligibility_sql(scope)
     key = (connection.settings_dict["NAME"], where, *map(repr, params))
-    now = time.monotonic()
-    hit = _population_cache.get(key)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+    hit = _cached(_population_cache, key)
+    if hit is not None:
+        return int(hit)
     with connection.cursor() as c:
         c.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM memory_memory m WHERE {where} "
@@ -160,10 +159,23 @@ def _population(scope: Scope) -> int:
             params,
         )
         n = int(c.fetchone()[0])
-    if len(_population_cache) > 4096:
-        _population_cache.clear()
-    _population_cache[key] = (now + POPULATION_TTL_S, n)
+    _remember(_population_cache, key, n, POPULATION_TTL_S)
     return n
+
+
+def _cached(cache: dict[Any, tuple[float, Any]], key: Any) -> Any:
+    """A per-process cache entry if it has not expired, else None."""
+    hit = cache.get(key)
+    return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+
+def _remember(
+    cache: dict[Any, tuple[float, Any]], key: Any, value: Any, ttl: float
+) -> None:
+    """Keep ``value`` for ``ttl`` seconds (the cache is emptied past 4,096 keys)."""
+    if len(cache) > 4096:
+        cache.clear()
+    cache[key] = (time.monotonic() + ttl, value)
 
 
 def temporal_channel(
@@ -229,10 +241,9 @@ def known_speakers(scope: Scope) -> frozenset[str]:
     if org_id is None:
         return frozenset()
     key = (connection.settings_dict["NAME"], org_id)
-    now = time.monotonic()
-    hit = _speakers_cache.get(key)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+    hit = _cached(_speakers_cache, key)
+    if hit is not None:
+        return frozenset(hit)
     with connection.cursor() as c:
         c.execute(
             """
@@ -250,9 +261,7 @@ def known_speakers(scope: Scope) -> frozenset[str]:
             [org_id, org_id],
         )
         names = frozenset(r[0].strip().lower() for r in c.fetchall() if r[0].strip())
-    if len(_speakers_cache) > 4096:
-        _speakers_cache.clear()
-    _speakers_cache[key] = (now + SPEAKERS_TTL_S, names)
+    _remember(_speakers_cache, key, names, SPEAKERS_TTL_S)
     return names
 
 

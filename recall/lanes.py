@@ -144,17 +144,10 @@ def rule_overlay(
     if not present:
         return [], []
     ids = [h.memory_id for h in channels.recent_rows(scope, k=50)]
-    extracted = set(
-        Memory.derived_from.through.objects.filter(from_memory_id__in=ids).values_list(
-            "from_memory_id", flat=True
-        )
-    )
+    extracted = _extracted(ids)
     if extracted:
-        ids = [
-            m
-            for m in ids
-            if m not in extracted or m in _about(scope, query_vector, keywords)
-        ]
+        about = _about(scope, query_vector, keywords)
+        ids = [m for m in ids if m not in extracted or m in about]
     rows = Memory.objects.filter(pk__in=ids).only("id", "content", "env_tags")
     by_id = {r.pk: r for r in rows}
     cap = int(budget_tokens * config.rule_budget_share)
@@ -174,10 +167,21 @@ def rule_overlay(
     return kept, capped
 
 
+def _extracted(ids: list[int]) -> set[int]:
+    """The rows among ``ids`` that consolidation derived (they have lineage)."""
+    if not ids:
+        return set()
+    return set(
+        Memory.derived_from.through.objects.filter(from_memory_id__in=ids).values_list(
+            "from_memory_id", flat=True
+        )
+    )
+
+
 def _about(
     scope: Scope, query_vector: np.ndarray | None, keywords: tuple[str, ...]
 ) -> set[int]:
-    """Extracted rules / lessons that are about the query: close in meaning (the phase-1 bar,
+    """Extracted rules / lessons about the query: close in meaning (the phase-1 bar,
     :data:`EXTRACTED_RULE_MIN_SCORE`) *and* sharing a query term. Either alone let
     through "Do your research and find an adoption agency" for "Where did Caroline
     move from?" (the speaker's name alone lifts MiniLM similarity past 0.5)."""
@@ -236,11 +240,7 @@ def lesson_overlay(
     scored = _relevant(
         scope, query_vector, keywords, min_terms=min_terms, min_score=min_score
     )
-    extracted = set(
-        Memory.derived_from.through.objects.filter(
-            from_memory_id__in=list(scored)
-        ).values_list("from_memory_id", flat=True)
-    )
+    extracted = _extracted(list(scored))
     if extracted:  # a lesson consolidation inferred must be about the query
         about = _about(scope, query_vector, keywords)
         scored = {m: s for m, s in scored.items() if m not in extracted or m in about}
