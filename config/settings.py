@@ -258,6 +258,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memory.tasks.refresh_drift",
         "schedule": 3600.0,
     },
+    "sync-tenant-vector-indexes": {
+        "task": "memory.tasks.sync_vector_indexes",
+        "schedule": 6 * 3600.0,
+    },
 }
 
 # --- Mnemo --------------------------------------------------------------------------
@@ -266,6 +270,9 @@ MNEMO_EMBEDDING_MODEL = os.environ.get(
 )  # "" = bundled MiniLM
 MNEMO_EMBEDDING_DIM = 384
 MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
+# Orgs with at least this many embedded rows get a partial HNSW index of their own
+# (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h).
+MNEMO_TENANT_HNSW_MIN_ROWS = env_int("MNEMO_TENANT_HNSW_MIN_ROWS", 5000)
 MNEMO_EMBEDDING_ENABLED = env_bool("MNEMO_EMBEDDING_ENABLED", True)
 # "torch" (default) or "onnx-int8": ONNX Runtime, int8 dynamic quantisation, exported
 # locally from the same model on first use (docs/benchmarks.md has the trade-off).

@@ -113,6 +113,15 @@ def index_facts(ids: list[int]) -> list[int]:
 
 
 @shared_task
+def sync_vector_indexes() -> dict[str, int]:
+    """Periodic: partial HNSW indexes for large tenants (memory/vector_indexes.py)."""
+    from memory.vector_indexes import sync_tenant_indexes
+
+    done = sync_tenant_indexes()
+    return {"created": len(done.create), "dropped": len(done.drop)}
+
+
+@shared_task
 def refresh_drift() -> int:
     """Periodic: expire ``Entity.unstable`` flags older than the drift window."""
     from memory.conflicts import refresh_drift_all

@@ -103,14 +103,15 @@ def lexical_channel(
     sql = f"""
     WITH live AS (
         SELECT t, q, qa FROM (
-            SELECT t, to_tsquery('english', t) AS q, to_tsquery('english', t || ':A') AS qa
+            SELECT t, to_tsquery('english', t) AS q,
+                   to_tsquery('english', t || ':A') AS qa
             FROM unnest(%s::text[]) AS t
         ) terms WHERE numnode(q) > 0
     ), cand AS MATERIALIZED (
         SELECT m.id, m.search, GREATEST(length(m.search), 1)::float8 AS len
         FROM memory_memory m
-        WHERE {where} AND m.search @@ (SELECT to_tsquery('english', string_agg(t, ' | '))
-                                         FROM live)
+        WHERE {where}
+          AND m.search @@ (SELECT to_tsquery('english', string_agg(t, ' | ')) FROM live)
         LIMIT %s
     ), hits AS MATERIALIZED (  -- one pass: each (candidate, term) match tested once
         SELECT cand.id, cand.len, live.t,

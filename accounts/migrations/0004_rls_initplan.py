@@ -31,7 +31,5 @@ class Migration(migrations.Migration):
     dependencies = [("accounts", "0003_row_level_security")]
 
     operations = [
-        migrations.RunSQL(
-            sql=_alter(ORG_VISIBLE), reverse_sql=_alter(old.ORG_VISIBLE)
-        ),
+        migrations.RunSQL(sql=_alter(ORG_VISIBLE), reverse_sql=_alter(old.ORG_VISIBLE)),
     ]

@@ -1,0 +1,117 @@
+"""Per-tenant partial HNSW indexes for organisations that hold many rows.
+
+One HNSW index over every org serves small tenants well (the planner scans their few
+rows exactly) and fails mid-size and large ones: a filtered scan walks the shared graph
+through other tenants' rows until it has k of its own. At 100k rows an org holding
+11% of them took 13-50 ms a vector query on the shared index and 6 ms on its own partial
+index (``WHERE org_id = N``); the 22% tenant 7 -> 5.6 ms, p95 15 -> 8 ms
+(docs/benchmarks.md, session 3). Recall SQL names the org as a literal (client-side
+binding), so the planner matches the partial index by its predicate.
+
+``sync_tenant_indexes`` creates an index for every org with at least ``min_rows``
+embedded rows and drops those of orgs that fell under half of it (hysteresis, so an
+org near the line does not flap). Indexes are built ``CONCURRENTLY`` as the table
+owner: writes go on while they build. Run it from ``manage.py vector_indexes`` or the
+nightly beat task; both are idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "memory_hnsw_org_"
+_NAME = re.compile(rf"^{PREFIX}(\d+)$")
+# The shared index's build parameters (memory/migrations/0002_initial.py).
+HNSW_WITH = "m = 16, ef_construction = 64"
+
+
+@dataclass
+class IndexPlan:
+    create: list[tuple[int, int]] = field(default_factory=list)  # (org id, rows)
+    drop: list[tuple[int, int]] = field(default_factory=list)
+    keep: list[tuple[int, int]] = field(default_factory=list)
+    built_s: dict[int, float] = field(default_factory=dict)
+
+
+def index_name(org_id: int) -> str:
+    return f"{PREFIX}{int(org_id)}"
+
+
+def existing() -> set[int]:
+    """Org ids that have a partial HNSW index now."""
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_memory' "
+            "AND indexname LIKE %s",
+            [PREFIX + "%"],
+        )
+        names = [r[0] for r in c.fetchall()]
+    return {int(m.group(1)) for n in names if (m := _NAME.match(n))}
+
+
+def _embedded_rows() -> dict[int, int]:
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT org_id, count(*) FROM memory_memory "
+            "WHERE embedding IS NOT NULL GROUP BY org_id"
+        )
+        return {int(org): int(n) for org, n in c.fetchall()}
+
+
+def plan(min_rows: int | None = None) -> IndexPlan:
+    """Which partial indexes to create, drop and keep (reads only)."""
+    threshold = int(
+        settings.MNEMO_TENANT_HNSW_MIN_ROWS if min_rows is None else min_rows
+    )
+    if threshold < 1:
+        raise ValueError("min_rows must be at least 1")
+    rows = _embedded_rows()
+    have = existing()
+    out = IndexPlan()
+    for org, n in sorted(rows.items()):
+        if n >= threshold and org not in have:
+            out.create.append((org, n))
+    for org in sorted(have):
+        n = rows.get(org, 0)
+        if n < threshold / 2:
+            out.drop.append((org, n))
+        else:
+            out.keep.append((org, n))
+    return out
+
+
+def sync_tenant_indexes(
+    min_rows: int | None = None, *, dry_run: bool = False
+) -> IndexPlan:
+    """Create and drop partial HNSW indexes to match ``plan`` (as the table owner)."""
+    from config.db import roles
+
+    with roles.owner_mode(connection):
+        todo = plan(min_rows)
+        if dry_run:
+            return todo
+        with connection.cursor() as c:
+            c.execute("SET maintenance_work_mem = '1GB'")
+            for org, n in todo.create:
+                started = time.perf_counter()
+                c.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
+                    "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
+                    f"WITH ({HNSW_WITH}) WHERE org_id = {int(org)}"
+                )
+                todo.built_s[org] = round(time.perf_counter() - started, 2)
+                logger.info("built %s over %d rows", index_name(org), n)
+            for org, n in todo.drop:
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(org)}")
+                logger.info("dropped %s (%d rows left)", index_name(org), n)
+            if todo.create or todo.drop:
+                c.execute("ANALYZE memory_memory")
+    return todo

@@ -1,0 +1,119 @@
+"""Partial HNSW indexes for large tenants: built, used by the planner, same answers."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+
+from memory import services, vector_indexes
+from recall import channels
+from recall.scope import Scope
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXTS = [
+    "The quarterly budget review moved to Thursday.",
+    "Lena prefers tea over coffee in the mornings.",
+    "Deploy the billing service after the database migration.",
+    "The Lisbon office opens in March next year.",
+    "Our retro found that flaky tests slow every release.",
+    "Marco is allergic to peanuts; order lunch accordingly.",
+]
+
+
+def _stock(principal, texts):
+    result = services.memory_remember(
+        principal=principal,
+        items=[services.MemoryInput(content=t) for t in texts],
+        enqueue=False,
+    )
+    services.memory_embed(ids=[m.pk for m in result.memories])
+
+
+@pytest.fixture
+def cleanup_indexes():
+    yield
+    from config.db import roles
+
+    with roles.owner_mode(connection), connection.cursor() as c:
+        for org in vector_indexes.existing():
+            c.execute(f"DROP INDEX IF EXISTS {vector_indexes.index_name(org)}")
+
+
+def _vector_ids(principal, query):
+    from memory import embeddings
+
+    vec = embeddings.embed_queries([query])[0]
+    scope = Scope(principal=principal, tiers=("raw",))
+    with transaction.atomic():
+        channels.set_vector_search_params()
+        return [h.memory_id for h in channels.vector_channel(scope, vec, k=4)]
+
+
+def _plan(principal, query):
+    from memory import embeddings
+
+    vec = embeddings.embed_queries([query])[0]
+    v = "[" + ",".join(f"{x:.6f}" for x in vec.tolist()) + "]"
+    where, params = channels.eligibility_sql(Scope(principal=principal, tiers=("raw",)))
+    with transaction.atomic(), connection.cursor() as c:
+        # A tiny table is cheaper to scan exactly; make the planner pick an index.
+        c.execute("SET LOCAL enable_seqscan = off")
+        c.execute("SET LOCAL enable_bitmapscan = off")
+        c.execute("SET LOCAL enable_sort = off")
+        c.execute(
+            f"EXPLAIN SELECT m.id FROM memory_memory m WHERE {where} "
+            "ORDER BY m.embedding <=> %s::vector LIMIT 4",
+            [*params, v],
+        )
+        return "\n".join(r[0] for r in c.fetchall())
+
+
+def test_large_tenant_gets_its_own_index_and_the_same_answers(world, cleanup_indexes):
+    acme, globex = world.principal("agent_a"), world.principal("agent_globex")
+    _stock(acme, TEXTS)
+    _stock(globex, TEXTS[:2])
+    query = "when does the new office open?"
+    before = _vector_ids(acme, query)
+
+    todo = vector_indexes.sync_tenant_indexes(min_rows=5)
+
+    assert [org for org, _ in todo.create] == [world.acme.pk]
+    assert todo.create[0][1] == len(TEXTS)
+    assert vector_indexes.existing() == {world.acme.pk}
+    assert _vector_ids(acme, query) == before  # same rows, same order
+    assert vector_indexes.index_name(world.acme.pk) in _plan(acme, query)
+    # Globex has no index of its own: it never reads Acme's.
+    assert vector_indexes.index_name(world.acme.pk) not in _plan(globex, query)
+    # Idempotent: a second run keeps what is there.
+    again = vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert not again.create and not again.drop
+    assert [org for org, _ in again.keep] == [world.acme.pk]
+
+
+def test_index_dropped_when_tenant_shrinks_below_half(world, cleanup_indexes):
+    _stock(world.principal("agent_a"), TEXTS)
+    vector_indexes.sync_tenant_indexes(min_rows=5)
+    # 6 rows: still above half of 10, kept (no flapping near the line) ...
+    kept = vector_indexes.sync_tenant_indexes(min_rows=10)
+    assert not kept.drop and vector_indexes.existing() == {world.acme.pk}
+    # ... under half of 20: dropped.
+    dropped = vector_indexes.sync_tenant_indexes(min_rows=20)
+    assert [org for org, _ in dropped.drop] == [world.acme.pk]
+    assert vector_indexes.existing() == set()
+
+
+def test_command_dry_run_changes_nothing_and_rejects_bad_input(
+    world, cleanup_indexes, capsys
+):
+    _stock(world.principal("agent_a"), TEXTS)
+    call_command("vector_indexes", "--min-rows", "5", "--dry-run")
+    out = capsys.readouterr().out
+    assert f"would create {vector_indexes.index_name(world.acme.pk)} (6 rows)" in out
+    assert vector_indexes.existing() == set()
+    call_command("vector_indexes", "--min-rows", "5")
+    assert "in " in capsys.readouterr().out  # build time is reported
+    assert vector_indexes.existing() == {world.acme.pk}
+    with pytest.raises(CommandError, match="at least 1"):
+        call_command("vector_indexes", "--min-rows", "0")
