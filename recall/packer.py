@@ -193,12 +193,16 @@ def build_pack(
         keywords=pc.keywords,
     )
     items = []
+    # Channels that ran in this recall (one pass, not one per packed item).
+    used = {name for h in state.hits.values() for name in h}
     for packed in result.packed:
         row, lane = rows[packed.memory_id], lane_of[packed.memory_id]
         item = by_id.get(row.pk) if lane == "fused" else None
         explain = None
         if request.explain:
-            explain = _explain(state, item, lane, packed.reason, reasons.get(row.pk))
+            explain = _explain(
+                state, item, lane, packed.reason, reasons.get(row.pk), used=used
+            )
         items.append(
             PackedMemory(
                 id=row.pk,
@@ -319,6 +323,8 @@ def _explain(
     lane: str,
     why: str,
     relevance: str | None,
+    *,
+    used: set[str],
 ) -> dict[str, Any]:
     if item is None:
         return {
@@ -333,7 +339,6 @@ def _explain(
             "window_match": None,
         }
     hits = state.hits.get(item.memory_id, {})
-    used = {name for h in state.hits.values() for name in h}
     explain = explain_item(
         item,
         weights_used=state.weights,
