@@ -34,12 +34,15 @@ def citations_for(
     *,
     scores: dict[int, float] | None = None,
     keywords: tuple[str, ...] = (),
-) -> dict[int, list[dict[str, Any]]]:
-    """Raw evidence each item traces to (itself for raw rows), visible rows only.
+    max_per_item: int | None = None,
+) -> tuple[dict[int, list[dict[str, Any]]], dict[int, int]]:
+    """Raw evidence each item traces to (itself for raw rows), visible rows only,
+    and how many such rows each item has in all.
 
     A digest can cite dozens of turns; they come most relevant first: turns this
     recall itself ranked (by fused score), then turns sharing more query keywords,
-    then in time order.
+    then in time order. ``max_per_item`` keeps the first ones (the full lineage is
+    one ``trace`` call away).
     """
     scores = scores or {}
     terms = {k.lower() for k in keywords}
@@ -86,6 +89,7 @@ def citations_for(
         )
     }
     out: dict[int, list[dict[str, Any]]] = {}
+    totals: dict[int, int] = {}
     for item, raws in roots.items():
         cites = []
         for rid in sorted(
@@ -113,5 +117,6 @@ def citations_for(
                     "quote": span or {"start": 0, "end": len(raw.content)},
                 }
             )
-        out[item] = cites
-    return out
+        totals[item] = len(cites)
+        out[item] = cites if max_per_item is None else cites[:max_per_item]
+    return out, totals

@@ -185,12 +185,13 @@ def build_pack(
     )
     by_id = {i.memory_id: i for i in [*deduped, *fused]}
     scores = dict(lessons)
-    citations = citations_for(
+    citations, cited_in_all = citations_for(
         principal,
         [p.memory_id for p in result.packed],
         rows,
         scores={mid: item.score for mid, item in state.items.items()},
         keywords=pc.keywords,
+        max_per_item=request.max_citations,
     )
     items = []
     # Channels that ran in this recall (one pass, not one per packed item).
@@ -216,6 +217,7 @@ def build_pack(
                 tokens=packed.tokens,
                 phase=item.phase if item else 0,
                 citations=citations.get(row.pk, []),
+                citations_total=cited_in_all.get(row.pk, 0),
                 explain=explain,
                 speaker=row.speaker,
                 external_ref=row.external_ref,

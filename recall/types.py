@@ -83,6 +83,9 @@ class RecallRequest:
     altitude: str = "auto"
     min_relevance: float | None = None  # None: settings.MNEMO_RECALL_MIN_RELEVANCE
     communities_budget_tokens: int = 256
+    # Citations per packed item, most relevant first (a digest can trace to dozens of
+    # turns). 6 measured on LoCoMo dev with the knowledge tiers (docs/benchmarks.md).
+    max_citations: int = 6
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,9 @@ class PackedMemory:
     external_ref: str = ""
     untrusted: bool = True
     lane: str = "fused"
+    # Raw evidence rows the item traces to in all (``citations`` holds the first
+    # ``max_citations``; ``GET /memories/{id}/trace`` has the rest).
+    citations_total: int = 0
 
 
 @dataclass

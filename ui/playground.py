@@ -153,6 +153,9 @@ class PlaygroundForm(forms.Form):
     neighbor_share = forms.FloatField(
         label="Neighbour share", min_value=0.0, max_value=1.0, required=False
     )
+    max_citations = forms.IntegerField(
+        label="Citations per item", min_value=1, max_value=100, required=False
+    )
     variant_styles = forms.MultipleChoiceField(
         label="Query variants",
         required=False,
@@ -176,6 +179,7 @@ class PlaygroundForm(forms.Form):
             "phase1_strategy",
             "answer_type_boost",
             "neighbor_share",
+            "max_citations",
         ),
         tuple(f"weight_{c}" for c in CHANNELS),
         ("entities", "sessions", "kinds"),
@@ -237,6 +241,7 @@ class PlaygroundForm(forms.Form):
             answer_type_boost=pick("answer_type_boost"),
             variant_styles=tuple(d["variant_styles"]) or DEFAULTS.variant_styles,
             neighbor_share=pick("neighbor_share"),
+            max_citations=pick("max_citations"),
             record_event=True,
         )
 

@@ -327,3 +327,43 @@ def test_trace_shows_lineage_up_and_down_within_visibility(world, stocked):
     body = recall(client, query="Did Caroline visit Boston?", tiers=["semantic"]).json()
     item = next(i for i in body["items"] if i["id"] == fact.pk)
     assert [c["id"] for c in item["citations"]] == [msg.pk]
+
+
+def test_citations_are_capped_per_item_most_relevant_first(world):
+    agent = world.principal("agent_a")
+    turns = remember(
+        agent,
+        *[
+            MemoryInput(content=f"Standup note {i}: the build pipeline is green.")
+            for i in range(5)
+        ],
+        MemoryInput(content="The release train leaves on Friday at noon."),
+    )
+    digest = remember(
+        agent,
+        MemoryInput(
+            content="Week summary: build pipeline green all week; release train Friday.",
+            tier="episodic",
+            kind="episode",
+            derived_from=tuple(m.pk for m in turns),
+        ),
+    )[0]
+    client = client_for(world, "agent_a")
+    query = "When does the release train leave?"
+
+    def digest_item(**options):
+        body = recall(client, query=query, tiers=["episodic"], **options).json()
+        return next(i for i in body["items"] if i["id"] == digest.pk)
+
+    capped = digest_item(max_citations=2)
+    assert capped["citations_total"] == 6
+    assert len(capped["citations"]) == 2
+    # The turn sharing the query's words comes first.
+    assert capped["citations"][0]["id"] == turns[-1].pk
+    full = digest_item(max_citations=50)
+    assert len(full["citations"]) == full["citations_total"] == 6
+    assert len(digest_item()["citations"]) == 6  # the default, 6
+    for bad in (0, 101, "many"):
+        r = recall(client, query=query, max_citations=bad)
+        assert r.status_code == 400, r.content
+        assert r.json()["field"].startswith("max_citations")
