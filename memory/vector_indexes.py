@@ -29,8 +29,11 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "memory_hnsw_org_"
 _NAME = re.compile(rf"^{PREFIX}(\d+)$")
-# The shared index's build parameters (memory/migrations/0002_initial.py).
-HNSW_WITH = "m = 16, ef_construction = 64"
+# The shared index has ef_construction 64 (memory/migrations/0002_initial.py). A
+# tenant's own graph is small enough to build better: for the 22k-row tenant at 100k
+# rows, recall@10 against exact search (100 off-tenant queries) went from 0.946 / 0.973
+# to 0.980 / 0.987 at ef_search 100 / 200 with 128, for ~10 s of build instead of ~5.
+HNSW_WITH = "m = 16, ef_construction = 128"
 
 
 @dataclass
