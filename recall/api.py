@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
@@ -279,7 +278,7 @@ class RecallView(APIView):
                 detail=d.as_dict(),
                 headers={"Retry-After": "10"},
             )
-        return Response(asdict(pack))
+        return Response(pack.as_dict())
 
 
 class SearchIn(serializers.Serializer):

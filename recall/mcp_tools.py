@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import asdict
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -86,7 +85,7 @@ async def recall(
             }
         )
         ser.is_valid(raise_exception=True)
-        return _jsonable(asdict(recall_run(principal, ser.to_request())))
+        return _jsonable(recall_run(principal, ser.to_request()).as_dict())
 
     return await _call(run)
 

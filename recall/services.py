@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import fields
 from functools import lru_cache
 from typing import Any
 
@@ -230,7 +230,7 @@ def _sessions(request: RecallRequest) -> tuple[int, ...] | None:
 
 def _params(request: RecallRequest) -> dict[str, Any]:
     out = {}
-    for key, value in asdict(request).items():
+    for key, value in ((f.name, getattr(request, f.name)) for f in fields(request)):
         if key == "query":
             continue
         out[key] = value.isoformat() if hasattr(value, "isoformat") else value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -149,3 +149,13 @@ class ContextPack:
     communities: list[dict[str, Any]] = field(default_factory=list)
     suggested_actions: list[dict[str, Any]] = field(default_factory=list)
     controls: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The pack as plain data for a response: the same shape as
+        ``dataclasses.asdict`` without its deep copy of every nested explain dict
+        (~4 ms a 15-item pack; the values are built fresh per recall anyway)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["items"] = [
+            {f.name: getattr(item, f.name) for f in fields(item)} for item in self.items
+        ]
+        return out
