@@ -342,7 +342,7 @@ def test_citations_are_capped_per_item_most_relevant_first(world):
     digest = remember(
         agent,
         MemoryInput(
-            content="Week summary: build pipeline green all week; release train Friday.",
+            content="Week summary: pipeline green all week; release train Friday.",
             tier="episodic",
             kind="episode",
             derived_from=tuple(m.pk for m in turns),
