@@ -107,12 +107,17 @@ class MemoryQuerySet(VisibleQuerySet):
 class Memory(AccessControlled):
     """One row for every tier and kind, so one HNSW and one GIN index serve every phase."""
 
+    # No index of its own: ``memory_session_seq`` (session, seq) serves session
+    # lookups, and with both present the planner took the one-column index for the
+    # neighbour join, reading a whole session per hit (6.5 ms -> 0.8 ms per recall at
+    # 100k rows without it; one index less to write on ingest).
     session = models.ForeignKey(
         Session,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="memories",
+        db_index=False,
     )
     seq = models.BigIntegerField(
         null=True, blank=True, help_text="Order in its session."

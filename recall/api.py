@@ -82,6 +82,13 @@ class RecallIn(serializers.Serializer):
         "rows are multiplied by this (and the name is not a full-text term); 1.0 "
         "turns the rule off.",
     )
+    window_boost = serializers.FloatField(
+        min_value=1.0,
+        max_value=5.0,
+        default=RecallRequest.window_boost,
+        help_text="Rows inside the query's resolved time window (intent.window) are "
+        "multiplied by this after fusion; 1.0 turns the rule off.",
+    )
     max_citations = serializers.IntegerField(
         min_value=1,
         max_value=100,

@@ -174,6 +174,16 @@ def run_phase(
             vector_ok = {h.memory_id for h in rankings.get("vector", [])}
             fused = [f for f in fused if f.memory_id in vector_ok]
         fused = _phase1_quotas(fused)
+    if phase != 1 and req.window_boost != 1.0 and "temporal" in rankings and fused:
+        inside = {h.memory_id for h in rankings["temporal"]}
+        fused = apply_adjustments(
+            fused,
+            multipliers={
+                f.memory_id: {"window": req.window_boost}
+                for f in fused
+                if f.memory_id in inside
+            },
+        )
     if phase != 1 and ctx.speakers and req.speaker_boost != 1.0 and fused:
         fused = state.timed(f"p{phase}.speaker", lambda: _speaker_boost(fused, ctx))
     if phase == 2 and req.neighbor_share > 0 and fused:

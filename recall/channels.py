@@ -95,30 +95,43 @@ def lexical_channel(
     Each matched term adds ``idf * saturation(length)``; IDF is computed over the
     eligible rows, so a rare matching word outranks a common one. A term matched only
     in the retrieval context (weight B) counts half.
+
+    When the scope holds more rows than ``candidate_cap``, candidates come from the
+    query's rare terms only (:func:`probe_terms`): a word in more than
+    :data:`COMMON_TERM_FREQ` of the scope's rows adds little to a score, and probing it
+    read tens of thousands of index entries and filled the cap with arbitrary rows.
+    Such terms still score on the candidates; document frequencies there are counted
+    over the whole scope, not the capped candidates. When every term is common, the
+    least common one probes.
     """
     terms = query_terms(keywords)
     if not terms:
         return []
     where, params = eligibility_sql(scope)
+    population = _population(scope)
+    probe, df_estimates = terms, [None] * len(terms)
+    if population > candidate_cap:
+        probe, df_estimates = probe_terms(scope, terms, population)
     sql = f"""
     WITH live AS (
-        SELECT t, q, qa FROM (
-            SELECT t, to_tsquery('english', t) AS q,
+        SELECT t, q, qa, df_est FROM (
+            SELECT t, df_est, to_tsquery('english', t) AS q,
                    to_tsquery('english', t || ':A') AS qa
-            FROM unnest(%s::text[]) AS t
+            FROM unnest(%s::text[], %s::float8[]) AS x(t, df_est)
         ) terms WHERE numnode(q) > 0
     ), cand AS MATERIALIZED (
         SELECT m.id, m.search, GREATEST(length(m.search), 1)::float8 AS len
         FROM memory_memory m
         WHERE {where}
-          AND m.search @@ (SELECT to_tsquery('english', string_agg(t, ' | ')) FROM live)
+          AND m.search @@ to_tsquery('english', %s)
         LIMIT %s
     ), hits AS MATERIALIZED (  -- one pass: each (candidate, term) match tested once
         SELECT cand.id, cand.len, live.t,
                CASE WHEN cand.search @@ live.qa THEN 1.0 ELSE 0.5 END::float8 AS w
         FROM cand JOIN live ON cand.search @@ live.q
     ), df AS MATERIALIZED (
-        SELECT t, count(*)::float8 AS df FROM hits GROUP BY t
+        SELECT h.t, COALESCE(max(live.df_est), count(*)::float8) AS df
+        FROM hits h JOIN live ON live.t = h.t GROUP BY h.t
     ), stats AS MATERIALIZED (
         SELECT GREATEST(avg(len), 1) AS avglen, count(*)::float8 AS n FROM cand
     )
@@ -132,14 +145,66 @@ def lexical_channel(
     ORDER BY score DESC, h.id
     LIMIT %s
     """
-    population = _population(scope)
     with connection.cursor() as c:
-        c.execute(sql, [terms, *params, candidate_cap, population, k])
+        c.execute(
+            sql,
+            [terms, df_estimates, *params, " | ".join(probe), candidate_cap]
+            + [population, k],
+        )
         rows = c.fetchall()
     return [
         ChannelHit(channel, mid, i, float(score), {"matched_terms": int(matched)})
         for i, (mid, score, matched) in enumerate(rows, 1)
     ]
+
+
+# A term in more than this share of a large scope's rows is "common": it does not find
+# candidates there (see lexical_channel).
+COMMON_TERM_FREQ = 0.05
+_df_cache: dict[tuple[str, ...], tuple[float, int]] = {}
+
+
+def probe_terms(
+    scope: Scope, terms: list[str], population: int
+) -> tuple[list[str], list[float | None]]:
+    """The terms to find candidates with, and every term's document frequency.
+
+    Frequencies are counted over the scope's own eligible rows (never other tenants')
+    and cached per process like the population.
+    """
+    df = _term_df(scope, terms)
+    rare = [t for t in terms if 0 < df[t] <= COMMON_TERM_FREQ * population]
+    if not rare:  # every term is common (or absent): the least common one probes
+        rare = [min(terms, key=lambda t: (df[t] == 0, df[t]))]
+    return rare, [float(df[t]) for t in terms]
+
+
+def _term_df(scope: Scope, terms: list[str]) -> dict[str, int]:
+    """Eligible rows matching each term (cached for :data:`POPULATION_TTL_S`)."""
+    where, params = eligibility_sql(scope)
+    base = (connection.settings_dict["NAME"], where, *map(repr, params))
+    out: dict[str, int] = {}
+    missing = []
+    for t in terms:
+        hit = _cached(_df_cache, (*base, t))
+        if hit is None:
+            missing.append(t)
+        else:
+            out[t] = int(hit)
+    if missing:
+        with connection.cursor() as c:
+            c.execute(
+                "SELECT t, (SELECT count(*) FROM memory_memory m "
+                f"WHERE {where} AND m.search @@ q) "
+                "FROM (SELECT t, to_tsquery('english', t) AS q "
+                "FROM unnest(%s::text[]) AS t) x WHERE numnode(q) > 0",
+                [*params, missing],
+            )
+            counted = dict(c.fetchall())
+        for t in missing:
+            out[t] = int(counted.get(t, 0))
+            _remember(_df_cache, (*base, t), out[t], POPULATION_TTL_S)
+    return out
 
 
 # N of IDF changes slowly and counting it cost ~23-41 ms a call for a 22k-row tenant at
@@ -363,12 +428,18 @@ def neighbor_ids(
         return {}
     where, params = eligibility_sql(scope, "b")
     with connection.cursor() as c:
+        # The bounds are computed before the join: under row-level security an
+        # expression such as ``a.seq - 1`` (not leakproof) cannot become an index
+        # condition, and the scan read whole sessions (4-10 ms a recall at 100k rows).
         c.execute(
-            "SELECT a.id, b.id FROM memory_memory a JOIN memory_memory b "
-            "ON b.session_id = a.session_id AND b.id <> a.id "
-            "AND b.seq BETWEEN a.seq - %s AND a.seq + %s "
+            "WITH a AS MATERIALIZED (SELECT id, session_id, seq - %s AS lo, "
+            "seq + %s AS hi, speaker, role FROM memory_memory "
+            "WHERE id = ANY(%s) AND seq IS NOT NULL) "
+            "SELECT a.id, b.id FROM a JOIN memory_memory b "
+            "ON b.session_id = a.session_id AND b.seq >= a.lo AND b.seq <= a.hi "
+            "AND b.id <> a.id "
             "AND (b.speaker, b.role) IS DISTINCT FROM (a.speaker, a.role) "
-            f"WHERE a.id = ANY(%s) AND a.seq IS NOT NULL AND {where}",
+            f"WHERE {where}",
             [radius, radius, list(memory_ids), *params],
         )
         out: dict[int, list[int]] = {}

@@ -110,6 +110,7 @@ def build_pack(
             min_score=min_score,
             min_terms=min_terms,
             vector_window=pc.vector_window,
+            window_factor=request.window_gate_factor,
         )
         deduped, below, reasons = (
             list(gate.kept),

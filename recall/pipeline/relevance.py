@@ -3,8 +3,10 @@
 An item clears the gate when one of its channel hits is strong enough on its own:
 
 - a vector hit (the query or a variant) with cosine >= ``min_score``;
-- a temporal-window hit with cosine >= ``min_score`` (only when the window was
-  searched with vectors: without them every row in the window scores 1.0);
+- a temporal-window hit with cosine >= ``window_factor * min_score`` (only when the
+  window was searched with vectors: without them every row in the window scores 1.0).
+  A resolved window ("a week ago") is evidence of its own, so its rows need less
+  similarity; ``window_factor`` 1.0 treats them like any vector hit;
 - a lexical hit that matched at least ``min_terms`` distinct query terms;
 
 or when it was pulled in by neighbour spreading from an item that clears. Graph,
@@ -34,13 +36,15 @@ def _direct_reason(
     min_score: float,
     min_terms: int,
     vector_window: bool,
+    window_factor: float,
 ) -> str | None:
+    window_min = round(min_score * window_factor, 4)
     for name in sorted(hits):
         hit, base = hits[name], name.split(":")[0]
         if base == "vector" and hit.score >= min_score:
             return f"{name} cosine {hit.score:.3f} >= {min_score}"
-        if base == "temporal" and vector_window and hit.score >= min_score:
-            return f"{name} cosine {hit.score:.3f} >= {min_score} inside the window"
+        if base == "temporal" and vector_window and hit.score >= window_min:
+            return f"{name} cosine {hit.score:.3f} >= {window_min} inside the window"
         if base == "lexical":
             matched = int(hit.detail.get("matched_terms", 0))
             if matched >= min_terms:
@@ -55,6 +59,7 @@ def relevance_gate(
     min_score: float,
     min_terms: int,
     vector_window: bool,
+    window_factor: float = 1.0,
 ) -> GateResult:
     """Split ``items`` into those that clear the relevance gate and the rest."""
     items = list(items)
@@ -65,6 +70,7 @@ def relevance_gate(
             min_score=min_score,
             min_terms=min_terms,
             vector_window=vector_window,
+            window_factor=window_factor,
         )
         if reason is not None:
             reasons[item.memory_id] = reason

@@ -259,6 +259,7 @@ def test_without_an_embedder_recall_degrades_to_lexical_and_strict_fails(
         ({"query": "x", "as_of": "last tuesday"}, "as_of"),
         ({"query": "x", "tiers": ["cosmic"]}, "tiers"),
         ({"query": "x", "speaker_boost": 0.5}, "speaker_boost"),
+        ({"query": "x", "window_boost": 9}, "window_boost"),
     ],
 )
 def test_bad_recall_requests_get_a_400_naming_the_field(world, body, field):
@@ -294,12 +295,40 @@ def test_a_named_speaker_s_own_turns_outrank_turns_addressing_them(world):
     top = body["items"][0]
     assert top["id"] == own.pk and top["explain"]["boosts"]["speaker"] == 1.2
     # The name is not a full-text term: only "kids" is matched lexically.
-    lexical = {
-        i["id"]: i["explain"]["channels"].get("lexical") for i in body["items"]
-    }
+    lexical = {i["id"]: i["explain"]["channels"].get("lexical") for i in body["items"]}
     assert lexical[addressed.pk]["detail"]["matched_terms"] == 1
     off = recall(client, query="What do Melanie's kids like?", speaker_boost=1.0).json()
     assert all("speaker" not in i["explain"]["boosts"] for i in off["items"])
+
+
+def test_rows_inside_the_query_window_take_the_window_boost(world):
+    alice = world.principal("alice")
+    session = services.session_create(
+        principal=alice, external_id="diary", visibility="org"
+    )
+    now = timezone.now()
+    old, recent = remember(
+        alice,
+        MemoryInput(
+            content="I signed up for a pottery class downtown",
+            occurred_at=now - timedelta(days=200),
+        ),
+        MemoryInput(
+            content="I signed up for a pottery class near the river",
+            occurred_at=now - timedelta(days=7),
+        ),
+        session=session,
+    )
+    client = client_for(world, "alice")
+    query = "What class did I sign up for a week ago?"
+    body = recall(client, query=query).json()
+    assert body["intent"]["window"]["phrase"] == "a week ago"
+    ids = [i["id"] for i in body["items"]]
+    assert ids.index(recent.pk) < ids.index(old.pk)
+    boosts = {i["id"]: i["explain"]["boosts"] for i in body["items"]}
+    assert boosts[recent.pk]["window"] == 1.5 and "window" not in boosts[old.pk]
+    off = recall(client, query=query, window_boost=1.0).json()
+    assert all("window" not in i["explain"]["boosts"] for i in off["items"])
 
 
 def test_trace_shows_lineage_up_and_down_within_visibility(world, stocked):

@@ -45,5 +45,21 @@ def test_temporal_hits_count_only_when_the_window_was_searched_by_vector():
     ).kept
 
 
+def test_rows_inside_the_window_clear_at_the_window_factor_of_min_score():
+    items = [FusedItem(1, 1.0), FusedItem(2, 0.9)]
+    hits = {
+        1: {"temporal": hit("temporal", 1, 0.2)},
+        2: {"vector": hit("vector", 2, 0.2)},
+    }
+    gate = relevance_gate(
+        items, hits, min_score=0.3, min_terms=2, vector_window=True, window_factor=0.5
+    )
+    assert [i.memory_id for i in gate.kept] == [1]
+    assert gate.reasons[1] == "temporal cosine 0.200 >= 0.15 inside the window"
+    assert not relevance_gate(
+        items, hits, min_score=0.3, min_terms=2, vector_window=True
+    ).kept
+
+
 def test_a_one_term_query_needs_its_one_term():
     assert min_terms_for(1) == 1 and min_terms_for(5) == 2 and min_terms_for(0) == 1

@@ -1,0 +1,69 @@
+"""Channel SQL against the real database: rare-term probing and reply neighbours."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import services
+from memory.services import MemoryInput
+from recall import channels
+from recall.scope import Scope
+
+pytestmark = pytest.mark.django_db
+
+
+def remember(principal, *items, session=None):
+    return services.memory_remember(
+        principal=principal, items=list(items), session=session, enqueue=False
+    ).memories
+
+
+def test_a_scope_over_the_cap_finds_candidates_by_its_rare_terms(world):
+    alice = world.principal("alice")
+    rows = remember(
+        alice,
+        *[MemoryInput(content=f"project status update number {i}") for i in range(39)],
+        MemoryInput(content="the zeppelin project is grounded"),
+    )
+    zeppelin = rows[-1]
+    scope = Scope(principal=alice, tiers=("raw",))
+    channels._df_cache.clear()
+    channels._population_cache.clear()
+    # Small enough to hold every match: all 40 rows are candidates.
+    wide = channels.lexical_channel(
+        scope, ["zeppelin", "project"], k=50, candidate_cap=100
+    )
+    assert len(wide) == 40 and wide[0].memory_id == zeppelin.pk
+    # Over the cap, "project" (in every row) no longer finds candidates; it still
+    # scores, with its document frequency counted over the whole scope.
+    probe, dfs = channels.probe_terms(scope, ["zeppelin", "project"], 40)
+    assert probe == ["zeppelin"] and dfs == [1.0, 40.0]
+    narrow = channels.lexical_channel(
+        scope, ["zeppelin", "project"], k=50, candidate_cap=10
+    )
+    assert [h.memory_id for h in narrow] == [zeppelin.pk]
+    assert narrow[0].detail["matched_terms"] == 2
+    # Every term common: the least common one ("status", in 39 rows) probes.
+    assert channels.probe_terms(scope, ["project", "status"], 40)[0] == ["status"]
+
+
+def test_neighbours_are_the_other_party_s_adjacent_turns_the_scope_may_see(world):
+    alice, carol = world.principal("alice"), world.principal("carol")
+    session = services.session_create(
+        principal=alice, external_id="chat", visibility="org"
+    )
+    q, a, follow, later = remember(
+        alice,
+        MemoryInput(content="Where did you go?", speaker="Mel"),
+        MemoryInput(content="To the lake", speaker="Caroline"),
+        MemoryInput(content="And it was cold", speaker="Caroline"),
+        MemoryInput(content="Brr", speaker="Mel"),
+        session=session,
+    )
+    got = channels.neighbor_ids(
+        Scope(principal=alice, tiers=("raw",)), [a.pk, follow.pk]
+    )
+    assert sorted(got[a.pk]) == [q.pk]  # not the same speaker's next turn
+    assert sorted(got[follow.pk]) == [later.pk]
+    # Another org's principal gets nothing of Acme's session.
+    assert channels.neighbor_ids(Scope(principal=carol, tiers=("raw",)), [a.pk]) == {}
