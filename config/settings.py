@@ -320,6 +320,11 @@ MNEMO_DATASETS_DIR = Path(
 
 # Recall lanes and controls (docs/recall-lanes.md)
 MNEMO_RECALL_MIN_RELEVANCE = float(os.environ.get("MNEMO_RECALL_MIN_RELEVANCE", "0.3"))
+# Cosine below which a vector hit is no candidate in phases 2-3 (model-specific: chosen
+# for all-MiniLM-L6-v2 on LongMemEval / LoCoMo dev, docs/benchmarks.md); 0 = off.
+MNEMO_RECALL_VECTOR_MIN_SCORE = float(
+    os.environ.get("MNEMO_RECALL_VECTOR_MIN_SCORE", "0.15")
+)
 MNEMO_RULE_OVERLAY_MAX_ITEMS = env_int("MNEMO_RULE_OVERLAY_MAX_ITEMS", 3)
 MNEMO_RULE_OVERLAY_BUDGET_SHARE = float(
     os.environ.get("MNEMO_RULE_OVERLAY_BUDGET_SHARE", "0.2")

@@ -97,13 +97,17 @@ def run_phase(
     k = _channel_depth(req.limit, req.budget_level)
     rankings: dict[str, list[ChannelHit]] = {}
     qvec = ctx.vectors[0] if ctx.vectors is not None else None
+    # Vector hits below this cosine are not candidates: in a small store a deep vector
+    # list reaches rows unrelated to the query, and their RRF share outranked a row
+    # found first by one channel (docs/benchmarks.md, "vector floor").
+    floor = settings.MNEMO_RECALL_VECTOR_MIN_SCORE or None
 
     def add(name: str, hits: list[ChannelHit]) -> None:
         if hits:
             rankings[name] = hits
 
     if w.get("vector", 0) > 0 and qvec is not None:
-        min_score = PHASE1_MIN_SCORE if phase == 1 else None
+        min_score = PHASE1_MIN_SCORE if phase == 1 else floor
         add(
             "vector",
             state.timed(
@@ -129,7 +133,11 @@ def run_phase(
                     state.timed(
                         f"p3.vector_v{i}",
                         lambda i=i: channels.vector_channel(
-                            scope, ctx.vectors[i], k=k, channel=f"vector:v{i}"
+                            scope,
+                            ctx.vectors[i],
+                            k=k,
+                            channel=f"vector:v{i}",
+                            min_score=floor,
                         ),
                     ),
                 )
@@ -148,7 +156,9 @@ def run_phase(
             "temporal",
             state.timed(
                 f"p{phase}.temporal",
-                lambda: channels.temporal_channel(scope, qvec, intent.window, k=k),
+                lambda: channels.temporal_channel(
+                    scope, qvec, intent.window, k=k, min_score=floor
+                ),
             ),
         )
     if phase != 1 and ctx.entity_ids and w.get("graph", 0) > 0 and rankings:

@@ -254,6 +254,7 @@ def temporal_channel(
     *,
     k: int,
     channel: str = "temporal",
+    min_score: float | None = None,
 ) -> list[ChannelHit]:
     """Rows that happened inside the query's time window, most similar first."""
     from dataclasses import replace
@@ -263,7 +264,9 @@ def temporal_channel(
     hi = min(end, scope.occurred_before) if scope.occurred_before else end
     windowed = replace(scope, occurred_after=lo, occurred_before=hi)
     if query_vector is not None:
-        hits = vector_channel(windowed, query_vector, k=k, channel=channel)
+        hits = vector_channel(
+            windowed, query_vector, k=k, channel=channel, min_score=min_score
+        )
         return [
             ChannelHit(channel, h.memory_id, h.rank, h.score, {"window": True})
             for h in hits
