@@ -100,8 +100,9 @@ def lexical_channel(
     query's rare terms only (:func:`probe_terms`): a word in more than
     :data:`COMMON_TERM_FREQ` of the scope's rows adds little to a score, and probing it
     read tens of thousands of index entries and filled the cap with arbitrary rows.
-    Such terms still score on the candidates; document frequencies there are counted
-    over the whole scope, not the capped candidates. When every term is common, the
+    Such terms still score on the candidates. A rare term's document frequency is
+    counted over the whole scope; a common one's is its share of the candidates scaled
+    to the scope (and at least the common threshold). When every term is common, the
     least common one probes.
     """
     terms = query_terms(keywords)
@@ -109,15 +110,16 @@ def lexical_channel(
         return []
     where, params = eligibility_sql(scope)
     population = _population(scope)
-    probe, df_estimates = terms, [None] * len(terms)
+    probe, exact, floors = terms, [None] * len(terms), [None] * len(terms)
     if population > candidate_cap:
-        probe, df_estimates = probe_terms(scope, terms, population)
+        probe, exact, floors = probe_terms(scope, terms, population)
     sql = f"""
     WITH live AS (
-        SELECT t, q, qa, df_est FROM (
-            SELECT t, df_est, to_tsquery('english', t) AS q,
+        SELECT t, q, qa, df_exact, df_floor FROM (
+            SELECT t, df_exact, df_floor, to_tsquery('english', t) AS q,
                    to_tsquery('english', t || ':A') AS qa
-            FROM unnest(%s::text[], %s::float8[]) AS x(t, df_est)
+            FROM unnest(%s::text[], %s::float8[], %s::float8[])
+                 AS x(t, df_exact, df_floor)
         ) terms WHERE numnode(q) > 0
     ), cand AS MATERIALIZED (
         SELECT m.id, m.search, GREATEST(length(m.search), 1)::float8 AS len
@@ -129,11 +131,17 @@ def lexical_channel(
         SELECT cand.id, cand.len, live.t,
                CASE WHEN cand.search @@ live.qa THEN 1.0 ELSE 0.5 END::float8 AS w
         FROM cand JOIN live ON cand.search @@ live.q
-    ), df AS MATERIALIZED (
-        SELECT h.t, COALESCE(max(live.df_est), count(*)::float8) AS df
-        FROM hits h JOIN live ON live.t = h.t GROUP BY h.t
     ), stats AS MATERIALIZED (
         SELECT GREATEST(avg(len), 1) AS avglen, count(*)::float8 AS n FROM cand
+    ), df AS MATERIALIZED (  -- exact when counted; a common term's share of the
+        -- candidates scaled to the scope (at least its known floor); else counted here
+        SELECT h.t, COALESCE(
+            max(live.df_exact),
+            CASE WHEN max(live.df_floor) IS NULL THEN count(*)::float8
+                 ELSE GREATEST(max(live.df_floor),
+                               count(*) * %s / GREATEST((SELECT n FROM stats), 1))
+            END) AS df
+        FROM hits h JOIN live ON live.t = h.t GROUP BY h.t
     )
     SELECT h.id,
            sum(ln(1 + (GREATEST(stats.n, %s) - df.df + 0.5) / (df.df + 0.5)) * h.w
@@ -148,8 +156,8 @@ def lexical_channel(
     with connection.cursor() as c:
         c.execute(
             sql,
-            [terms, df_estimates, *params, " | ".join(probe), candidate_cap]
-            + [population, k],
+            [terms, exact, floors, *params, " | ".join(probe), candidate_cap]
+            + [population, population, k],
         )
         rows = c.fetchall()
     return [
@@ -166,23 +174,29 @@ _df_cache: dict[tuple[str, ...], tuple[float, int]] = {}
 
 def probe_terms(
     scope: Scope, terms: list[str], population: int
-) -> tuple[list[str], list[float | None]]:
-    """The terms to find candidates with, and every term's document frequency.
+) -> tuple[list[str], list[float | None], list[float | None]]:
+    """The terms that find candidates, each term's exact document frequency (rare
+    terms) and the floor of a common term's (it is in more rows than that).
 
-    Frequencies are counted over the scope's own eligible rows (never other tenants')
-    and cached per process like the population.
+    Counting stops at the common threshold, so a common word costs an index scan but
+    not a visit to each of its rows; counts are over the scope's own eligible rows
+    (never other tenants') and cached per process like the population.
     """
-    df = _term_df(scope, terms)
-    rare = [t for t in terms if 0 < df[t] <= COMMON_TERM_FREQ * population]
+    threshold = max(1, math.ceil(COMMON_TERM_FREQ * population))
+    df = _term_df(scope, terms, cap=threshold + 1)
+    rare = [t for t in terms if 0 < df[t] <= threshold]
     if not rare:  # every term is common (or absent): the least common one probes
         rare = [min(terms, key=lambda t: (df[t] == 0, df[t]))]
-    return rare, [float(df[t]) for t in terms]
+    exact = [float(df[t]) if df[t] <= threshold else None for t in terms]
+    floors = [None if df[t] <= threshold else float(df[t]) for t in terms]
+    return rare, exact, floors
 
 
-def _term_df(scope: Scope, terms: list[str]) -> dict[str, int]:
-    """Eligible rows matching each term (cached for :data:`POPULATION_TTL_S`)."""
+def _term_df(scope: Scope, terms: list[str], *, cap: int) -> dict[str, int]:
+    """Eligible rows matching each term, counted up to ``cap`` (cached for
+    :data:`POPULATION_TTL_S`)."""
     where, params = eligibility_sql(scope)
-    base = (connection.settings_dict["NAME"], where, *map(repr, params))
+    base = (connection.settings_dict["NAME"], where, *map(repr, params), cap)
     out: dict[str, int] = {}
     missing = []
     for t in terms:
@@ -194,11 +208,11 @@ def _term_df(scope: Scope, terms: list[str]) -> dict[str, int]:
     if missing:
         with connection.cursor() as c:
             c.execute(
-                "SELECT t, (SELECT count(*) FROM memory_memory m "
-                f"WHERE {where} AND m.search @@ q) "
+                "SELECT t, (SELECT count(*) FROM (SELECT 1 FROM memory_memory m "
+                f"WHERE {where} AND m.search @@ q LIMIT %s) s) "
                 "FROM (SELECT t, to_tsquery('english', t) AS q "
                 "FROM unnest(%s::text[]) AS t) x WHERE numnode(q) > 0",
-                [*params, missing],
+                [*params, cap, missing],
             )
             counted = dict(c.fetchall())
         for t in missing:

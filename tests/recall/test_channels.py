@@ -35,16 +35,17 @@ def test_a_scope_over_the_cap_finds_candidates_by_its_rare_terms(world):
     )
     assert len(wide) == 40 and wide[0].memory_id == zeppelin.pk
     # Over the cap, "project" (in every row) no longer finds candidates; it still
-    # scores, with its document frequency counted over the whole scope.
-    probe, dfs = channels.probe_terms(scope, ["zeppelin", "project"], 40)
-    assert probe == ["zeppelin"] and dfs == [1.0, 40.0]
+    # scores. "zeppelin" is counted exactly; "project" only up to the common
+    # threshold (5% of 40 rows = 2), so its floor is 3.
+    probe, exact, floors = channels.probe_terms(scope, ["zeppelin", "project"], 40)
+    assert probe == ["zeppelin"] and exact == [1.0, None] and floors == [None, 3.0]
     narrow = channels.lexical_channel(
         scope, ["zeppelin", "project"], k=50, candidate_cap=10
     )
     assert [h.memory_id for h in narrow] == [zeppelin.pk]
     assert narrow[0].detail["matched_terms"] == 2
-    # Every term common: the least common one ("status", in 39 rows) probes.
-    assert channels.probe_terms(scope, ["project", "status"], 40)[0] == ["status"]
+    # Every term common (both counted to the cap): one of them probes.
+    assert channels.probe_terms(scope, ["project", "status"], 40)[0] == ["project"]
 
 
 def test_neighbours_are_the_other_party_s_adjacent_turns_the_scope_may_see(world):
