@@ -134,14 +134,49 @@ def embed_texts(
     if not texts:
         return np.zeros((0, settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
     model = model if model is not None else get_model()
-    vectors = model.encode(
-        texts,
-        batch_size=batch_size or settings.MNEMO_EMBEDDING_BATCH,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
+    size = batch_size or settings.MNEMO_EMBEDDING_BATCH
+    out = np.zeros((len(texts), settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
+    for bucket in length_buckets(texts, size):
+        vectors = model.encode(
+            [texts[i] for i in bucket],
+            batch_size=size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        out[bucket] = np.asarray(vectors, dtype=np.float32)
+    return out
+
+
+# Past this many characters a text fills the model's window (256 word pieces) anyway.
+_FULL_WINDOW_CHARS = 1200
+
+
+def length_buckets(texts: list[str], batch_size: int) -> list[list[int]]:
+    """Indexes of ``texts`` in batches of similar length (shortest first).
+
+    A batch is padded to its longest text: one digest among sixty-three short
+    messages made the model do sixty-four full windows (7.4 s instead of 0.6 s on
+    this machine). A batch closes when it is full or the next text is over twice as
+    long as its first.
+    """
+    order = sorted(
+        range(len(texts)), key=lambda i: min(len(texts[i]), _FULL_WINDOW_CHARS)
     )
-    return np.asarray(vectors, dtype=np.float32)
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    floor = 0
+    for i in order:
+        n = max(1, min(len(texts[i]), _FULL_WINDOW_CHARS))
+        if current and (len(current) >= batch_size or n > 2 * floor):
+            buckets.append(current)
+            current = []
+        if not current:
+            floor = n
+        current.append(i)
+    if current:
+        buckets.append(current)
+    return buckets
 
 
 def embed_queries(texts: list[str]) -> np.ndarray:

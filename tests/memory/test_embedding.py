@@ -32,6 +32,17 @@ def test_the_bundled_model_embeds_offline_into_384_unit_vectors():
     assert similar[0] @ similar[1] > similar[0] @ similar[2]
 
 
+def test_texts_are_embedded_in_batches_of_similar_length_in_their_own_order():
+    short = [f"note {i} about the garden" for i in range(5)]
+    long = "the quarterly review covered budget, hiring and the roadmap. " * 40
+    texts = [short[0], long, *short[1:]]
+    buckets = embeddings.length_buckets(texts, 3)
+    assert buckets == [[0, 2, 3], [4, 5], [1]]  # the long text is padded alone
+    together = embeddings.embed_texts(texts)
+    alone = np.vstack([embeddings.embed_texts([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
 @pytest.mark.django_db
 def test_rows_are_pending_at_write_and_ready_after_commit(
     world, django_capture_on_commit_callbacks
@@ -104,7 +115,9 @@ def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
     other_org = pending(world.principal("carol"), "globex backlog")
     settings.MNEMO_EMBEDDING_BATCH = 3
     assert embed_memories.apply(args=[[backlog[-1]]]).get() == 3
-    states = dict(Memory.objects.filter(pk__in=backlog).values_list("id", "embedding_state"))
+    states = dict(
+        Memory.objects.filter(pk__in=backlog).values_list("id", "embedding_state")
+    )
     # the task's own row first, then the oldest of the backlog, up to the batch size
     assert [states[i] for i in backlog] == ["ready", "ready", "pending", "ready"]
     assert Memory.objects.get(pk=other_org[0]).embedding_state == "pending"
