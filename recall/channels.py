@@ -36,9 +36,12 @@ def set_vector_search_params(*, ef_search: int = MIN_EF_SEARCH) -> None:
 
     ``ef_search`` is raised to at least :data:`MIN_EF_SEARCH`.
     """
-    with connection.cursor() as c:
-        c.execute("SET LOCAL hnsw.ef_search = %s", [max(ef_search, MIN_EF_SEARCH)])
-        c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    ef = int(max(ef_search, MIN_EF_SEARCH))
+    with connection.cursor() as c:  # one round trip for both
+        c.execute(
+            f"SET LOCAL hnsw.ef_search = {ef}; "
+            "SET LOCAL hnsw.iterative_scan = relaxed_order"
+        )
 
 
 def vector_channel(
