@@ -309,11 +309,12 @@ def find_entities(scope: Scope, names: Sequence[str]) -> dict[str, int]:
         return {}
     with connection.cursor() as c:
         c.execute(
-            "SELECT e.normalized_name, COALESCE(e.merged_into_id, e.id) FROM memory_entity e "
-            "WHERE e.org_id = %s AND (e.normalized_name = ANY(%s) OR e.aliases && %s::varchar[])",
+            "SELECT e.normalized_name, COALESCE(e.merged_into_id, e.id) "
+            "FROM memory_entity e WHERE e.org_id = %s "
+            "AND (e.normalized_name = ANY(%s) OR e.aliases && %s::varchar[])",
             [scope.principal.org_id, normalised, normalised],
         )
-        return {name: eid for name, eid in c.fetchall()}
+        return dict(c.fetchall())
 
 
 SPEAKERS_TTL_S = 60.0
