@@ -156,6 +156,9 @@ class PlaygroundForm(forms.Form):
     max_citations = forms.IntegerField(
         label="Citations per item", min_value=1, max_value=100, required=False
     )
+    window_boost = forms.FloatField(
+        label="Time-window boost", min_value=1.0, max_value=5.0, required=False
+    )
     variant_styles = forms.MultipleChoiceField(
         label="Query variants",
         required=False,
@@ -180,6 +183,7 @@ class PlaygroundForm(forms.Form):
             "answer_type_boost",
             "neighbor_share",
             "max_citations",
+            "window_boost",
         ),
         tuple(f"weight_{c}" for c in CHANNELS),
         ("entities", "sessions", "kinds"),
@@ -242,6 +246,7 @@ class PlaygroundForm(forms.Form):
             variant_styles=tuple(d["variant_styles"]) or DEFAULTS.variant_styles,
             neighbor_share=pick("neighbor_share"),
             max_citations=pick("max_citations"),
+            window_boost=pick("window_boost"),
             record_event=True,
         )
 

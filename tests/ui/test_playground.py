@@ -57,6 +57,7 @@ def test_admin_sees_the_form_with_every_principal_of_the_org(console, login):
         "answer_type_boost",
         "variant_styles",
         "neighbor_share",
+        "window_boost",
     ):
         assert f'name="{name}"' in html, name
     assert reverse("ui:playground") in html  # nav link for admins
@@ -111,7 +112,13 @@ def test_htmx_run_returns_only_the_result_region(embedded, login):
 
 def test_bad_options_are_reported_and_nothing_runs(console, login):
     w = console.world
-    r = run(login("olivia"), f"user:{w.alice.pk}", limit="0", sessions="a,b")
+    r = run(
+        login("olivia"),
+        f"user:{w.alice.pk}",
+        limit="0",
+        sessions="a,b",
+        window_boost="9",
+    )
     assert r.status_code == 400
     assert "Check the request" in r.content.decode()
     assert (
