@@ -199,7 +199,7 @@ def _term_df(scope: Scope, terms: list[str], *, cap: int) -> dict[str, int]:
     """Eligible rows matching each term, counted up to ``cap`` (cached for
     :data:`POPULATION_TTL_S`)."""
     where, params = eligibility_sql(scope)
-    base = (connection.settings_dict["NAME"], where, *map(repr, params), cap)
+    base = (*_scope_key(where, params), cap)
     out: dict[str, int] = {}
     missing = []
     for t in terms:
@@ -234,7 +234,7 @@ _population_cache: dict[tuple[str, ...], tuple[float, int]] = {}
 def _population(scope: Scope) -> int:
     """Number of eligible rows (the N of IDF), counted up to a cap; cached briefly."""
     where, params = eligibility_sql(scope)
-    key = (connection.settings_dict["NAME"], where, *map(repr, params))
+    key = _scope_key(where, params)
     hit = _cached(_population_cache, key)
     if hit is not None:
         return int(hit)
@@ -247,6 +247,11 @@ def _population(scope: Scope) -> int:
         n = int(c.fetchone()[0])
     _remember(_population_cache, key, n, POPULATION_TTL_S)
     return n
+
+
+def _scope_key(where: str, params: Sequence[Any]) -> tuple[str, ...]:
+    """Cache key of an eligibility scope in this database (population, term counts)."""
+    return (connection.settings_dict["NAME"], where, *map(repr, params))
 
 
 def _cached(cache: dict[Any, tuple[float, Any]], key: Any) -> Any:
