@@ -22,6 +22,7 @@ from recall.pipeline.coverage import Coverage, coverage_score, should_exit
 from recall.pipeline.fusion import apply_adjustments, fuse_rrf, spread_to_neighbors
 from recall.pipeline.graph import best_paths, personalized_pagerank
 from recall.pipeline.intent import Intent
+from recall.pipeline.packing import head_size
 from recall.pipeline.recency import recency_hits
 from recall.pipeline.types import ChannelHit, FusedItem
 from recall.scope import Scope
@@ -54,6 +55,9 @@ class CascadeState:
     degradations: list[Degradation] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=dict)
+    # Rows read so far (visibility re-checked), by id: what the coverage gate read
+    # is what the packer needs, so it is read once.
+    rows: dict[int, Any] = field(default_factory=dict)
 
     def timed(self, name: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
@@ -78,6 +82,9 @@ class QueryContext:
     speakers: frozenset[str] = frozenset()
     # The org's feedback reinforcement weight (0: feedback never touches ranking).
     reinforcement_weight: float = 0.0
+    # Phases known to have eligible rows (``phase_scopes`` probed by the caller in
+    # the same round trip as its other store facts); None: run_cascade probes.
+    present: dict[int, bool] | None = None
 
 
 def _channel_depth(limit: int, budget_level: str = "mid") -> int:
@@ -368,6 +375,32 @@ def phase_coverage(
     )
 
 
+def phase_scopes(base: Scope, req: RecallRequest) -> dict[int, Scope]:
+    """The scope of each cascade phase the request runs (tiers and kinds it allows)."""
+    # low: phases 1-2 only (no broadening, no rerank); high: no early exit, so phase 3
+    # (every variant, and the cross-encoder when configured) always runs.
+    phases = (1, 2) if req.budget_level == "low" else (1, 2, 3)
+    scopes: dict[int, Scope] = {}
+    for phase in phases:
+        tiers = tuple(t for t in PHASE_TIERS[phase] if not req.tiers or t in req.tiers)
+        if not tiers:
+            continue
+        kinds = PHASE_KINDS[phase]
+        if req.kinds:
+            kinds = tuple(k for k in (kinds or req.kinds) if k in req.kinds)
+            if not kinds:
+                continue
+        scopes[phase] = base.with_tiers(tiers, kinds)
+    return scopes
+
+
+def probed_phases(scopes: dict[int, Scope]) -> list[int]:
+    """Phases 1 and 3 read tiers many stores never fill (facts, chunks): one EXISTS
+    each (in one round trip) saves their channel queries and phase 3's variant
+    embeddings."""
+    return [p for p in scopes if p != 2]
+
+
 def run_cascade(
     base: Scope,
     ctx: QueryContext,
@@ -384,32 +417,14 @@ def run_cascade(
         merge_phase(state, items, "merge", 0)
         state.phase_reached = 0
         return
-    # low: phases 1-2 only (no broadening, no rerank); high: no early exit, so phase 3
-    # (every variant, and the cross-encoder when configured) always runs.
-    phases = (1, 2) if req.budget_level == "low" else (1, 2, 3)
-    scopes: dict[int, Scope] = {}
-    for phase in phases:
-        tiers = tuple(t for t in PHASE_TIERS[phase] if not req.tiers or t in req.tiers)
-        if not tiers:
-            continue
-        kinds = PHASE_KINDS[phase]
-        if req.kinds:
-            kinds = tuple(k for k in (kinds or req.kinds) if k in req.kinds)
-            if not kinds:
-                continue
-        scopes[phase] = base.with_tiers(tiers, kinds)
-    # Phases 1 and 3 read tiers many stores never fill (facts, chunks): one EXISTS
-    # round trip saves their channel queries (and phase 3's variant embeddings).
-    probe = [p for p in scopes if p != 2]
-    present = dict(
-        zip(
-            probe,
-            state.timed(
-                "presence", lambda: channels.any_eligible([scopes[p] for p in probe])
-            ),
-            strict=True,
+    scopes = phase_scopes(base, req)
+    present = ctx.present
+    if present is None:
+        probe = probed_phases(scopes)
+        found = state.timed(
+            "presence", lambda: channels.any_eligible([scopes[p] for p in probe])
         )
-    )
+        present = dict(zip(probe, found, strict=True))
     for phase, scope in scopes.items():
         if not present.get(phase, True):
             state.coverage[f"phase{phase}"] = {"skipped": "no eligible rows"}
@@ -424,7 +439,8 @@ def run_cascade(
         if phase == 3:
             break
         ranked = sorted(state.items.values(), key=lambda i: (-i.score, i.memory_id))
-        texts, tier_of = describe([i.memory_id for i in ranked[: req.limit]])
+        # Read the rows the packer will want too (one round trip serves both).
+        texts, tier_of = describe([i.memory_id for i in ranked[: head_size(req.limit)]])
         cov = phase_coverage(ranked, ctx, state, texts, tier_of)
         entry: dict[str, Any] = {
             "value": round(cov.value, 4),

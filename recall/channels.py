@@ -11,6 +11,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -489,28 +490,58 @@ def filter_eligible(scope: Scope, memory_ids: Sequence[int]) -> set[int]:
 
 def any_eligible(scopes: Sequence[Scope]) -> list[bool]:
     """Whether each scope has at least one eligible row (one round trip for all)."""
-    if not scopes:
-        return []
+    return store_probe(scopes).present
+
+
+@dataclass(frozen=True)
+class StoreProbe:
+    present: list[bool]  # per scope asked about: any eligible row at all
+    pending: int  # eligible rows of ``pending`` still waiting for an embedding
+    reinforcement_weight: float  # the org's feedback weight (0 when unset)
+
+
+def store_probe(
+    scopes: Sequence[Scope],
+    *,
+    pending: Scope | None = None,
+    config_org: int | None = None,
+) -> StoreProbe:
+    """What a recall needs to know about the store before it runs, in one round trip.
+
+    Which scopes hold any eligible row (phases 1 and 3 and the rule / lesson overlays
+    read tiers many stores never fill), how many eligible rows vector recall cannot
+    see yet, and the org's reinforcement weight.
+    """
     parts, params = [], []
     for scope in scopes:
         where, p = eligibility_sql(scope)
         parts.append(f"EXISTS (SELECT 1 FROM memory_memory m WHERE {where})")
         params += p
+    if pending is not None:
+        where, p = eligibility_sql(pending)
+        parts.append(
+            "(SELECT count(*) FROM memory_memory m "
+            f"WHERE m.embedding_state <> 'ready' AND {where})"
+        )
+        params += p
+    if config_org is not None:
+        parts.append(
+            "(SELECT reinforcement_weight FROM recall_recallconfig WHERE org_id = %s)"
+        )
+        params.append(config_org)
+    if not parts:
+        return StoreProbe([], 0, 0.0)
     with connection.cursor() as c:
         c.execute("SELECT " + ", ".join(parts), params)
-        return [bool(v) for v in c.fetchone()]
+        row = list(c.fetchone())
+    weight = float(row.pop() or 0.0) if config_org is not None else 0.0
+    count = int(row.pop()) if pending is not None else 0
+    return StoreProbe([bool(v) for v in row], count, weight)
 
 
 def pending_count(scope: Scope) -> int:
     """Eligible rows still waiting for an embedding (vector recall cannot see them)."""
-    where, params = eligibility_sql(scope)
-    with connection.cursor() as c:
-        c.execute(
-            f"SELECT count(*) FROM memory_memory m WHERE m.embedding_state <> 'ready' "
-            f"AND {where}",
-            params,
-        )
-        return int(c.fetchone()[0])
+    return store_probe([], pending=scope).pending
 
 
 def recent_rows(scope: Scope, *, k: int, channel: str = "recent") -> list[ChannelHit]:

@@ -37,7 +37,8 @@ def citations_for(
     max_per_item: int | None = None,
 ) -> tuple[dict[int, list[dict[str, Any]]], dict[int, int]]:
     """Raw evidence each item traces to (itself for raw rows), visible rows only,
-    and how many such rows each item has in all.
+    and how many such rows each item has in all. ``rows`` holds rows the principal
+    may see (at least the items'); raw evidence among them is not read again.
 
     A digest can cite dozens of turns; they come most relevant first: turns this
     recall itself ranked (by fused score), then turns sharing more query keywords,
@@ -82,12 +83,23 @@ def citations_for(
                         new_frontier.setdefault(item, set()).add(d)
         frontier = new_frontier
     all_raw = {r for rs in roots.values() for r in rs}
-    raw_rows = {
-        m.pk: m
-        for m in Memory.objects.filter(visibility_q(principal), pk__in=all_raw).only(
-            "id", "session_id", "occurred_at", "external_ref", "content", "source_span"
+    # Raw rows the caller already read (visibility checked) are not read again.
+    raw_rows = {r: rows[r] for r in all_raw if r in rows and rows[r].tier == "raw"}
+    missing = all_raw - raw_rows.keys()
+    if missing:
+        raw_rows.update(
+            (m.pk, m)
+            for m in Memory.objects.filter(
+                visibility_q(principal), pk__in=missing
+            ).only(
+                "id",
+                "session_id",
+                "occurred_at",
+                "external_ref",
+                "content",
+                "source_span",
+            )
         )
-    }
     out: dict[int, list[dict[str, Any]]] = {}
     totals: dict[int, int] = {}
     for item, raws in roots.items():

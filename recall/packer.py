@@ -23,7 +23,7 @@ from recall.citations import citations_for, topic_covers
 from recall.pipeline.explain import explain_item
 from recall.pipeline.fusion import apply_adjustments
 from recall.pipeline.mmr import mmr_dedupe
-from recall.pipeline.packing import PackInput, pack_to_budget
+from recall.pipeline.packing import PackInput, head_size, pack_to_budget
 from recall.pipeline.relevance import min_terms_for, relevance_gate
 from recall.pipeline.types import FusedItem
 from recall.scope import Scope
@@ -54,6 +54,9 @@ class PackContext:
     keywords: tuple[str, ...]
     vector_window: bool
     count_tokens: Any
+    # Whether any rule / lesson is eligible (probed with the store facts); None:
+    # the packer asks.
+    overlays: dict[str, bool] | None = None
 
 
 def build_pack(
@@ -96,8 +99,8 @@ def build_pack(
     if multipliers:
         fused_all = apply_adjustments(fused_all, multipliers=multipliers)
     ranked = sorted(fused_all, key=lambda i: (-i.score, i.memory_id))
-    head = ranked[: max(request.limit * 3, 30)]
-    rows = _hydrate(principal, [i.memory_id for i in head])
+    head = ranked[: head_size(request.limit)]
+    rows = hydrate(principal, [i.memory_id for i in head], state.rows)
     head = [i for i in head if i.memory_id in rows]  # hydration re-checks visibility
     texts = {mid: m.content for mid, m in rows.items()}
     deduped, dropped = mmr_dedupe(head, texts, lambda_=0.7, jaccard_threshold=0.85)
@@ -118,7 +121,9 @@ def build_pack(
             dict(gate.reasons),
         )
 
-    present = lanes.overlays_present(pc.base)
+    present = pc.overlays
+    if present is None:
+        present = lanes.overlays_present(pc.base)
     lessons = lanes.lesson_overlay(
         pc.base,
         request,
@@ -174,7 +179,7 @@ def build_pack(
         )
     elif not no_match:
         take([i.memory_id for i in fused], "fused")
-    rows.update(_hydrate(principal, [m for m in order if m not in rows]))
+    rows.update(hydrate(principal, [m for m in order if m not in rows], state.rows))
     rows.update({r.pk: r for r in references})
     order = [m for m in order if m in rows]
     covers = topic_covers([m for m in order if rows[m].tier == "topic"])
@@ -263,15 +268,21 @@ def build_pack(
     )
 
 
-def _hydrate(principal: Principal, ids: list[int]) -> dict[int, Memory]:
-    if not ids:
-        return {}
-    return {
-        m.pk: m
-        for m in Memory.objects.filter(visibility_q(principal), pk__in=ids).only(
-            *ROW_FIELDS
+def hydrate(
+    principal: Principal, ids: list[int], cache: dict[int, Memory] | None = None
+) -> dict[int, Memory]:
+    """The rows of ``ids`` that ``principal`` may see (one query for those not in
+    ``cache``, which is filled in)."""
+    cache = {} if cache is None else cache
+    missing = [i for i in ids if i not in cache]
+    if missing:
+        cache.update(
+            (m.pk, m)
+            for m in Memory.objects.filter(
+                visibility_q(principal), pk__in=missing
+            ).only(*ROW_FIELDS)
         )
-    }
+    return {i: cache[i] for i in ids if i in cache}
 
 
 def _altitude(
@@ -309,7 +320,7 @@ def _altitude(
         pc.base, pc.query_vector, pc.keywords, min_score=min_score, min_terms=min_terms
     ):
         topics.setdefault(mid, FusedItem(mid, score, phase=1, boosts={"altitude": 1.0}))
-    rows.update(_hydrate(pc.base.principal, [m for m in topics if m not in rows]))
+    rows.update(hydrate(pc.base.principal, [m for m in topics if m not in rows]))
     ordered = sorted(
         (t for m, t in topics.items() if m in rows),
         key=lambda i: (-i.score, i.memory_id),

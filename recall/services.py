@@ -13,11 +13,17 @@ from django.utils import timezone
 
 from accounts.principals import Principal
 from memory import embeddings
-from memory.models import Memory
-from recall import channels
-from recall.cascade import CascadeState, QueryContext, lexical_terms, run_cascade
+from recall import channels, lanes
+from recall.cascade import (
+    CascadeState,
+    QueryContext,
+    lexical_terms,
+    phase_scopes,
+    probed_phases,
+    run_cascade,
+)
 from recall.models import RecallEvent
-from recall.packer import PackContext, build_pack
+from recall.packer import PackContext, build_pack, hydrate
 from recall.pipeline.intent import profile_intent
 from recall.pipeline.packing import make_token_counter
 from recall.pipeline.recency import rank_by_weights
@@ -116,20 +122,35 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
             wanted = [n.lower() for n in request.entities]
             ids = tuple(v for k, v in entity_ids.items() if k in wanted)
             base = Scope(**{**base.__dict__, "entity_ids": ids or (-1,)})
-        if vectors is not None and state.weights.get("vector", 0) > 0:
-            pending = channels.pending_count(base)
-            if pending:
-                _degrade(
-                    state,
-                    request,
-                    Degradation(
-                        "vector_pending",
-                        "vector",
-                        f"{pending} eligible rows are not embedded yet; vector recall "
-                        "cannot "
-                        "see them (lexical can)",
-                    ),
-                )
+        # One round trip for what the recall must know about the store first: which
+        # phases and overlays have eligible rows, pending embeddings, the org's
+        # reinforcement weight.
+        scopes = phase_scopes(base, request) if request.mode != "direct" else {}
+        probed = probed_phases(scopes)
+        overlay_kinds = ("rule", "lesson")
+        wants_pending = vectors is not None and state.weights.get("vector", 0) > 0
+        probe = state.timed(
+            "presence",
+            lambda: channels.store_probe(
+                [scopes[p] for p in probed]
+                + [lanes.overlay_scope(base, k) for k in overlay_kinds],
+                pending=base if wants_pending else None,
+                config_org=principal.org_id,
+            ),
+        )
+        if probe.pending:
+            _degrade(
+                state,
+                request,
+                Degradation(
+                    "vector_pending",
+                    "vector",
+                    f"{probe.pending} eligible rows are not embedded yet; vector "
+                    "recall cannot see them (lexical can)",
+                ),
+            )
+        present = dict(zip(probed, probe.present, strict=False))
+        overlays = dict(zip(overlay_kinds, probe.present[len(probed) :], strict=True))
         ctx = QueryContext(
             request,
             intent,
@@ -137,9 +158,10 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
             entity_ids,
             now,
             speakers=_query_speakers(base, intent),
-            reinforcement_weight=_reinforcement_weight(principal),
+            reinforcement_weight=probe.reinforcement_weight,
+            present=present if request.mode != "direct" else None,
         )
-        run_cascade(base, ctx, state, lambda ids: _describe(ids))
+        run_cascade(base, ctx, state, lambda ids: _describe(principal, ids, state))
         pc = PackContext(
             base=base,
             query_vector=vectors[0] if vectors is not None else None,
@@ -148,6 +170,7 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
             keywords=tuple(lexical_terms(ctx)) or (request.query,),
             vector_window=vectors is not None,
             count_tokens=count_tokens,
+            overlays=overlays,
         )
         pack = state.timed("pack", lambda: build_pack(principal, request, state, pc))
         pack.communities = state.timed(
@@ -202,19 +225,6 @@ def _query_speakers(base: Scope, intent: Any) -> frozenset[str]:
     return frozenset(named & channels.known_speakers(base))
 
 
-def _reinforcement_weight(principal: Principal) -> float:
-    from recall.models import RecallConfig
-
-    if principal.org_id is None:
-        return 0.0
-    weight = (
-        RecallConfig.objects.filter(org_id=principal.org_id)
-        .values_list("reinforcement_weight", flat=True)
-        .first()
-    )
-    return float(weight or 0.0)
-
-
 def _degrade(state: CascadeState, request: RecallRequest, d: Degradation) -> None:
     if request.strict:
         raise RecallUnavailable(d)
@@ -237,6 +247,8 @@ def _params(request: RecallRequest) -> dict[str, Any]:
     return out
 
 
-def _describe(ids: list[int]) -> tuple[dict[int, str], dict[int, str]]:
-    rows = Memory.objects.filter(pk__in=ids).values_list("id", "content", "tier")
-    return {i: c for i, c, _ in rows}, {i: t for i, _, t in rows}
+def _describe(
+    principal: Principal, ids: list[int], state: CascadeState
+) -> tuple[dict[int, str], dict[int, str]]:
+    rows = hydrate(principal, ids, state.rows)
+    return {i: m.content for i, m in rows.items()}, {i: m.tier for i, m in rows.items()}

@@ -58,6 +58,12 @@ class PackResult:
     total_tokens: int
 
 
+def head_size(limit: int) -> int:
+    """How many of the ranking's top rows the packer reads (MMR and the relevance
+    gate may drop some, so it reads past ``limit``)."""
+    return max(limit * 3, 30)
+
+
 def pack_to_budget(
     items: Sequence[PackInput],
     *,
