@@ -20,6 +20,7 @@ from memory.models import Memory
 from recall import channels, lanes
 from recall.cascade import CascadeState
 from recall.citations import citations_for, topic_covers
+from recall.pipeline.answer_type import answer_type_multipliers
 from recall.pipeline.explain import explain_item
 from recall.pipeline.fusion import apply_adjustments
 from recall.pipeline.mmr import mmr_dedupe
@@ -57,6 +58,8 @@ class PackContext:
     # Whether any rule / lesson is eligible (probed with the store facts); None:
     # the packer asks.
     overlays: dict[str, bool] | None = None
+    # The query's expected answer type (rows holding one take answer_type_boost).
+    answer_type: str | None = None
 
 
 def build_pack(
@@ -102,6 +105,13 @@ def build_pack(
     head = ranked[: head_size(request.limit)]
     rows = hydrate(principal, [i.memory_id for i in head], state.rows)
     head = [i for i in head if i.memory_id in rows]  # hydration re-checks visibility
+    boosts = answer_type_multipliers(
+        pc.answer_type,
+        {i.memory_id: rows[i.memory_id].content for i in head},
+        request.answer_type_boost,
+    )
+    if boosts:
+        head = apply_adjustments(head, multipliers=boosts)
     texts = {mid: m.content for mid, m in rows.items()}
     deduped, dropped = mmr_dedupe(head, texts, lambda_=0.7, jaccard_threshold=0.85)
     reasons: dict[int, str] = {}

@@ -171,6 +171,7 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
             vector_window=vectors is not None,
             count_tokens=count_tokens,
             overlays=overlays,
+            answer_type=intent.answer_type,
         )
         pack = state.timed("pack", lambda: build_pack(principal, request, state, pc))
         pack.communities = state.timed(

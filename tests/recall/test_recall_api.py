@@ -396,3 +396,27 @@ def test_citations_are_capped_per_item_most_relevant_first(world):
         r = recall(client, query=query, max_citations=bad)
         assert r.status_code == 400, r.content
         assert r.json()["field"].startswith("max_citations")
+
+
+def test_rows_holding_the_expected_answer_type_take_the_answer_type_boost(world):
+    alice = world.principal("alice")
+    session = services.session_create(
+        principal=alice, external_id="pottery", visibility="org"
+    )
+    vague, dated = remember(
+        alice,
+        MemoryInput(content="I finally went to the pottery class with my sister"),
+        MemoryInput(content="I went to the pottery class on Thursday afternoon"),
+        session=session,
+    )
+    client = client_for(world, "alice")
+    query = "When did I go to the pottery class?"
+    plain = recall(client, query=query).json()
+    assert plain["intent"]["answer_type"] == "time"
+    assert all("answer_type" not in i["explain"]["boosts"] for i in plain["items"])
+    body = recall(client, query=query, answer_type_boost=3.0).json()
+    ids = [i["id"] for i in body["items"]]
+    assert ids.index(dated.pk) < ids.index(vague.pk)
+    boosts = {i["id"]: i["explain"]["boosts"] for i in body["items"]}
+    assert boosts[dated.pk]["answer_type"] == 3.0
+    assert "answer_type" not in boosts[vague.pk]
