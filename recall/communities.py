@@ -84,19 +84,30 @@ def communities_for_pack(
     covered = set(item_ids)
     out: list[dict[str, Any]] = []
     used = 0
-    for community in found[:MAX_COMMUNITIES]:
-        rels = list(
-            Relationship.objects.filter(
-                pk__in=community.relationship_ids[:MAX_MEMBERS_SCANNED],
-                status=Status.ACTIVE,
-            )
-            .select_related("subject", "object_entity")
-            .order_by("id")
-        )
-        # The fact row stating a relationship is its visibility: never show one the
-        # principal may not read, and skip those the items already carry.
-        visible = channels.filter_eligible(
-            scope, [r.statement_id for r in rels if r.statement_id]
+    chosen = found[:MAX_COMMUNITIES]
+    # One read of every chosen community's relationships and one visibility check.
+    by_id = {
+        r.pk: r
+        for r in Relationship.objects.filter(
+            pk__in={
+                rid for c in chosen for rid in c.relationship_ids[:MAX_MEMBERS_SCANNED]
+            },
+            status=Status.ACTIVE,
+        ).select_related("subject", "object_entity")
+    }
+    # The fact row stating a relationship is its visibility: never show one the
+    # principal may not read, and skip those the items already carry.
+    visible = channels.filter_eligible(
+        scope, [r.statement_id for r in by_id.values() if r.statement_id]
+    )
+    for community in chosen:
+        rels = sorted(
+            (
+                by_id[rid]
+                for rid in set(community.relationship_ids[:MAX_MEMBERS_SCANNED])
+                if rid in by_id
+            ),
+            key=lambda r: r.pk,
         )
         members = []
         names: set[str] = set()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Agent, ApiKey
@@ -12,8 +14,9 @@ from accounts.principals import Principal
 from memory import services
 from memory.models import Conflict, ConflictAlternative, Entity, Relationship
 from memory.services import MemoryInput
-from recall.communities import communities_recompute
+from recall.communities import communities_for_pack, communities_recompute
 from recall.pipeline.communities import groups, label_propagation
+from recall.scope import Scope
 from recall.services import recall_run
 from recall.types import RecallRequest
 from tests.conftest import client_for
@@ -307,7 +310,9 @@ def test_budget_levels_change_depth_graph_and_phases(world, trip):
     # (no channel queries, no variant embeddings) and says so.
     assert high.phase_reached == 2
     assert high.coverage["phase3"] == {"skipped": "no eligible rows"}
-    assert "p3.vector" not in high.timings_ms and "embed_variants" not in high.timings_ms
+    assert (
+        "p3.vector" not in high.timings_ms and "embed_variants" not in high.timings_ms
+    )
     assert high.items[0].explain["weights"]["graph"] > 0
     assert low.controls["budget_level"] == "low"
     assert (
@@ -505,6 +510,41 @@ def test_communities_list_uncovered_visible_members_and_skip_temporal_recalls(
     ).json()
     assert temporal["communities"] == []
     assert "communities_skipped" in [d["code"] for d in temporal["degradations"]]
+
+
+def test_communities_cost_the_same_queries_however_many_are_listed(world, trip):
+    alice = world.principal("alice")
+    ent = {
+        n: Entity.objects.get_or_create(
+            org=world.acme,
+            normalized_name=n.lower(),
+            merged_into=None,
+            defaults={"name": n},
+        )[0]
+        for n in ["Caroline", "Mel", "Boston", "Dana", "Lisbon"]
+    }
+    _fact(alice, ent["Caroline"], "friend_of", ent["Mel"])
+    _fact(alice, ent["Mel"], "lives_in", ent["Boston"])
+    _fact(alice, ent["Dana"], "moved_to", ent["Lisbon"])
+    assert communities_recompute(world.acme.pk) == 2
+    scope = Scope(principal=alice, tiers=("raw", "episodic", "semantic"))
+
+    def listed(names):
+        with CaptureQueriesContext(connection) as ctx:
+            out = communities_for_pack(
+                scope,
+                entity_ids=[ent[n].pk for n in names],
+                item_ids=[],
+                budget_tokens=256,
+                count_tokens=lambda text: len(text.split()),
+            )
+        return out, len(ctx.captured_queries)
+
+    one, one_queries = listed(["Caroline"])
+    two, two_queries = listed(["Caroline", "Dana"])
+    assert len(one) == 1 and len(two) == 2
+    assert {m["text"] for c in two for m in c["members"]} >= {"Dana moved_to Lisbon"}
+    assert two_queries == one_queries  # one read of relationships for all communities
 
 
 def test_suggested_actions_offer_feedback_and_resolving_open_conflicts(world, trip):
