@@ -498,6 +498,7 @@ class StoreProbe:
     present: list[bool]  # per scope asked about: any eligible row at all
     pending: int  # eligible rows of ``pending`` still waiting for an embedding
     reinforcement_weight: float  # the org's feedback weight (0 when unset)
+    communities: bool = True  # the org has any community (unknown: assume so)
 
 
 def store_probe(
@@ -510,7 +511,7 @@ def store_probe(
 
     Which scopes hold any eligible row (phases 1 and 3 and the rule / lesson overlays
     read tiers many stores never fill), how many eligible rows vector recall cannot
-    see yet, and the org's reinforcement weight.
+    see yet, the org's reinforcement weight and whether it has any community.
     """
     parts, params = [], []
     for scope in scopes:
@@ -528,15 +529,17 @@ def store_probe(
         parts.append(
             "(SELECT reinforcement_weight FROM recall_recallconfig WHERE org_id = %s)"
         )
-        params.append(config_org)
+        parts.append("EXISTS (SELECT 1 FROM recall_community WHERE org_id = %s)")
+        params += [config_org, config_org]
     if not parts:
         return StoreProbe([], 0, 0.0)
     with connection.cursor() as c:
         c.execute("SELECT " + ", ".join(parts), params)
         row = list(c.fetchone())
+    communities = bool(row.pop()) if config_org is not None else True
     weight = float(row.pop() or 0.0) if config_org is not None else 0.0
     count = int(row.pop()) if pending is not None else 0
-    return StoreProbe([bool(v) for v in row], count, weight)
+    return StoreProbe([bool(v) for v in row], count, weight, communities)
 
 
 def pending_count(scope: Scope) -> int:

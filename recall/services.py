@@ -174,11 +174,15 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
             answer_type=intent.answer_type,
         )
         pack = state.timed("pack", lambda: build_pack(principal, request, state, pc))
-        pack.communities = state.timed(
-            "communities",
-            lambda: communities_field(
-                base, request, intent, entity_ids, pack, state, count_tokens
-            ),
+        pack.communities = (
+            state.timed(
+                "communities",
+                lambda: communities_field(
+                    base, request, intent, entity_ids, pack, state, count_tokens
+                ),
+            )
+            if probe.communities
+            else []
         )
         pack.degradations = [d.as_dict() for d in state.degradations]
     state.timings["total"] = (time.perf_counter() - started) * 1000

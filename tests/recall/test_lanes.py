@@ -547,6 +547,16 @@ def test_communities_cost_the_same_queries_however_many_are_listed(world, trip):
     assert two_queries == one_queries  # one read of relationships for all communities
 
 
+def test_an_org_without_communities_pays_no_community_queries(world, trip):
+    alice = world.principal("alice")
+    recall_run(alice, RecallRequest(query="warm up", record_event=False))
+    with CaptureQueriesContext(connection) as ctx:
+        pack = recall_run(alice, RecallRequest(query="Caroline pottery"))
+    assert pack.items and pack.communities == []
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert not [q for q in sql if "memory_mention" in q]  # the store probe said none
+
+
 def test_suggested_actions_offer_feedback_and_resolving_open_conflicts(world, trip):
     row = trip["rows"][0]
     other = remember(
