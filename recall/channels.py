@@ -7,6 +7,7 @@ channel. Each function returns 1-based ranked :class:`ChannelHit` lists.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -308,9 +309,13 @@ def temporal_channel(
     ]
 
 
+def _normalised_names(names: Sequence[str]) -> list[str]:
+    return [re.sub(r"\s+", " ", n.strip().lower()) for n in names if n.strip()]
+
+
 def find_entities(scope: Scope, names: Sequence[str]) -> dict[str, int]:
     """Entity ids (org-scoped, not merged away) for normalised query entity names."""
-    normalised = [re.sub(r"\s+", " ", n.strip().lower()) for n in names if n.strip()]
+    normalised = _normalised_names(names)
     if not normalised:
         return {}
     with connection.cursor() as c:
@@ -499,6 +504,7 @@ class StoreProbe:
     pending: int  # eligible rows of ``pending`` still waiting for an embedding
     reinforcement_weight: float  # the org's feedback weight (0 when unset)
     communities: bool = True  # the org has any community (unknown: assume so)
+    entities: dict[str, int] | None = None  # find_entities of ``entity_names``
 
 
 def store_probe(
@@ -506,14 +512,37 @@ def store_probe(
     *,
     pending: Scope | None = None,
     config_org: int | None = None,
+    ef_search: int | None = None,
+    entity_names: Sequence[str] = (),
 ) -> StoreProbe:
     """What a recall needs to know about the store before it runs, in one round trip.
 
     Which scopes hold any eligible row (phases 1 and 3 and the rule / lesson overlays
     read tiers many stores never fill), how many eligible rows vector recall cannot
-    see yet, the org's reinforcement weight and whether it has any community.
+    see yet, the org's reinforcement weight and whether it has any community; with
+    ``ef_search`` it also sets the transaction's vector search parameters
+    (:func:`set_vector_search_params`), with ``entity_names`` (and ``config_org``)
+    it looks up the query's entities (:func:`find_entities`).
     """
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[Any] = []
+    head: list[str] = []
+    if ef_search is not None:
+        ef = str(int(max(ef_search, MIN_EF_SEARCH)))
+        head += [
+            "set_config('hnsw.ef_search', %s, true)",
+            "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        ]
+        params.append(ef)
+    names = _normalised_names(entity_names)
+    if names and config_org is not None:
+        head.append(
+            "(SELECT COALESCE(json_agg(json_build_array(e.normalized_name, "
+            "COALESCE(e.merged_into_id, e.id))), '[]') FROM memory_entity e "
+            "WHERE e.org_id = %s AND (e.normalized_name = ANY(%s) "
+            "OR e.aliases && %s::varchar[]))"
+        )
+        params += [config_org, names, names]
     for scope in scopes:
         where, p = eligibility_sql(scope)
         parts.append(f"EXISTS (SELECT 1 FROM memory_memory m WHERE {where})")
@@ -531,15 +560,22 @@ def store_probe(
         )
         parts.append("EXISTS (SELECT 1 FROM recall_community WHERE org_id = %s)")
         params += [config_org, config_org]
-    if not parts:
+    if not parts and not head:
         return StoreProbe([], 0, 0.0)
     with connection.cursor() as c:
-        c.execute("SELECT " + ", ".join(parts), params)
+        c.execute("SELECT " + ", ".join(head + parts), params)
         row = list(c.fetchone())
+    entities = None
+    if ef_search is not None:
+        row = row[2:]
+    if names and config_org is not None:
+        found = row.pop(0)
+        found = json.loads(found) if isinstance(found, str) else found
+        entities = {str(name): int(eid) for name, eid in found}
     communities = bool(row.pop()) if config_org is not None else True
     weight = float(row.pop() or 0.0) if config_org is not None else 0.0
     count = int(row.pop()) if pending is not None else 0
-    return StoreProbe([bool(v) for v in row], count, weight, communities)
+    return StoreProbe([bool(v) for v in row], count, weight, communities, entities)
 
 
 def pending_count(scope: Scope) -> int:

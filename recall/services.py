@@ -111,20 +111,25 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
                     "skipped, lexical results only",
                 ),
             )
-    with transaction.atomic():
-        channels.set_vector_search_params(ef_search=max(100, 2 * request.limit))
+    # No savepoint: a request already runs in one transaction (the RLS middleware),
+    # and SAVEPOINT / RELEASE were two round trips of every recall. Nothing inside
+    # raises on purpose: a strict failure is raised after the block.
+    with transaction.atomic(savepoint=False):
         names = list(intent.entities) + list(request.entities or ())
-        candidates = set(names) | set(intent.keywords)
-        entity_ids = state.timed(
-            "entities", lambda: channels.find_entities(base, list(candidates))
-        )
-        if request.entities:
+        candidates = sorted(set(names) | set(intent.keywords))
+        entity_ids: dict[str, int] = {}
+        if request.entities:  # the entity filter narrows every scope: look up first
+            channels.set_vector_search_params(ef_search=max(100, 2 * request.limit))
+            entity_ids = state.timed(
+                "entities", lambda: channels.find_entities(base, candidates)
+            )
             wanted = [n.lower() for n in request.entities]
             ids = tuple(v for k, v in entity_ids.items() if k in wanted)
             base = Scope(**{**base.__dict__, "entity_ids": ids or (-1,)})
         # One round trip for what the recall must know about the store first: which
         # phases and overlays have eligible rows, pending embeddings, the org's
-        # reinforcement weight.
+        # reinforcement weight and communities; it also sets the vector search
+        # parameters and looks up the query's entities.
         scopes = phase_scopes(base, request) if request.mode != "direct" else {}
         probed = probed_phases(scopes)
         overlay_kinds = ("rule", "lesson")
@@ -136,55 +141,30 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
                 + [lanes.overlay_scope(base, k) for k in overlay_kinds],
                 pending=base if wants_pending else None,
                 config_org=principal.org_id,
+                ef_search=None if request.entities else max(100, 2 * request.limit),
+                entity_names=() if request.entities else candidates,
             ),
         )
+        if probe.entities is not None:
+            entity_ids = probe.entities
+        failure = None
         if probe.pending:
-            _degrade(
-                state,
-                request,
-                Degradation(
-                    "vector_pending",
-                    "vector",
-                    f"{probe.pending} eligible rows are not embedded yet; vector "
-                    "recall cannot see them (lexical can)",
-                ),
+            pending = Degradation(
+                "vector_pending",
+                "vector",
+                f"{probe.pending} eligible rows are not embedded yet; vector "
+                "recall cannot see them (lexical can)",
             )
-        present = dict(zip(probed, probe.present, strict=False))
-        overlays = dict(zip(overlay_kinds, probe.present[len(probed) :], strict=True))
-        ctx = QueryContext(
-            request,
-            intent,
-            vectors,
-            entity_ids,
-            now,
-            speakers=_query_speakers(base, intent),
-            reinforcement_weight=probe.reinforcement_weight,
-            present=present if request.mode != "direct" else None,
-        )
-        run_cascade(base, ctx, state, lambda ids: _describe(principal, ids, state))
-        pc = PackContext(
-            base=base,
-            query_vector=vectors[0] if vectors is not None else None,
-            # The speaker names a query asks about are not lexical terms anywhere
-            # (channels, overlays, relevance gate): see recall.cascade.lexical_terms.
-            keywords=tuple(lexical_terms(ctx)) or (request.query,),
-            vector_window=vectors is not None,
-            count_tokens=count_tokens,
-            overlays=overlays,
-            answer_type=intent.answer_type,
-        )
-        pack = state.timed("pack", lambda: build_pack(principal, request, state, pc))
-        pack.communities = (
-            state.timed(
-                "communities",
-                lambda: communities_field(
-                    base, request, intent, entity_ids, pack, state, count_tokens
-                ),
+            if request.strict:
+                failure = pending
+            else:
+                state.degradations.append(pending)
+        if failure is None:
+            pack = _cascade_and_pack(
+                principal, request, state, intent, base, vectors, entity_ids, now, probe
             )
-            if probe.communities
-            else []
-        )
-        pack.degradations = [d.as_dict() for d in state.degradations]
+    if failure is not None:
+        raise RecallUnavailable(failure)
     state.timings["total"] = (time.perf_counter() - started) * 1000
     pack.intent = {
         "entities": list(intent.entities),
@@ -219,6 +199,59 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
         )
         pack.recall_id = event.pk
     pack.suggested_actions = suggested_actions(principal, pack)
+    return pack
+
+
+def _cascade_and_pack(
+    principal: Principal,
+    request: RecallRequest,
+    state: CascadeState,
+    intent: Any,
+    base: Scope,
+    vectors: Any,
+    entity_ids: dict[str, int],
+    now: Any,
+    probe: channels.StoreProbe,
+) -> ContextPack:
+    """The cascade and the packer, inside the recall's transaction."""
+    scopes = phase_scopes(base, request) if request.mode != "direct" else {}
+    probed = probed_phases(scopes)
+    present = dict(zip(probed, probe.present, strict=False))
+    overlays = dict(zip(("rule", "lesson"), probe.present[len(probed) :], strict=True))
+    ctx = QueryContext(
+        request,
+        intent,
+        vectors,
+        entity_ids,
+        now,
+        speakers=_query_speakers(base, intent),
+        reinforcement_weight=probe.reinforcement_weight,
+        present=present if request.mode != "direct" else None,
+    )
+    run_cascade(base, ctx, state, lambda ids: _describe(principal, ids, state))
+    pc = PackContext(
+        base=base,
+        query_vector=vectors[0] if vectors is not None else None,
+        # The speaker names a query asks about are not lexical terms anywhere
+        # (channels, overlays, relevance gate): see recall.cascade.lexical_terms.
+        keywords=tuple(lexical_terms(ctx)) or (request.query,),
+        vector_window=vectors is not None,
+        count_tokens=count_tokens,
+        overlays=overlays,
+        answer_type=intent.answer_type,
+    )
+    pack = state.timed("pack", lambda: build_pack(principal, request, state, pc))
+    pack.communities = (
+        state.timed(
+            "communities",
+            lambda: communities_field(
+                base, request, intent, entity_ids, pack, state, count_tokens
+            ),
+        )
+        if probe.communities
+        else []
+    )
+    pack.degradations = [d.as_dict() for d in state.degradations]
     return pack
 
 

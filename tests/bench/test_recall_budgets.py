@@ -18,14 +18,13 @@ from recall.types import RecallRequest
 
 pytestmark = pytest.mark.django_db
 
-# Measured on this fixture: 20 (cascade) and 18 (direct) queries in session 4, 15 and
-# 15 after the store probe (phase and overlay presence, pending embeddings and the
-# reinforcement weight in one round trip) and the shared row reads of session 5; every
-# channel, explain, citations, conflicts and the recall event. The bounds leave a
-# little room for new features; a per-row query (N+1) breaks them, and the test below
-# catches one even within them.
-MAX_QUERIES_CASCADE = 22
-MAX_QUERIES_DIRECT = 20
+# Measured on this fixture: 20 (cascade) and 18 (direct) queries in session 4; 9 and 9
+# in session 5 (one store probe also sets the vector search parameters and looks up
+# entities, rows are read once, no savepoint): every channel, explain, citations,
+# conflicts and the recall event. The bounds leave a little room for new features; a
+# per-row query (N+1) breaks them, and the test below catches one even within them.
+MAX_QUERIES_CASCADE = 14
+MAX_QUERIES_DIRECT = 14
 
 
 @pytest.fixture

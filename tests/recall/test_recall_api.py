@@ -420,3 +420,31 @@ def test_rows_holding_the_expected_answer_type_take_the_answer_type_boost(world)
     boosts = {i["id"]: i["explain"]["boosts"] for i in body["items"]}
     assert boosts[dated.pk]["answer_type"] == 3.0
     assert "answer_type" not in boosts[vague.pk]
+
+
+def test_rows_waiting_for_an_embedding_degrade_vector_and_strict_says_503(world):
+    from django.db import transaction
+
+    from recall.services import recall_run
+    from recall.types import RecallRequest, RecallUnavailable
+
+    alice = world.principal("alice")
+    remember(alice, MemoryInput(content="The kiln in the pottery studio is fixed"))
+    waiting = services.memory_remember(
+        principal=alice,
+        items=[MemoryInput(content="The pottery studio moved to the harbour")],
+        enqueue=False,
+    ).memories[0]
+    assert waiting.embedding_state != "ready"
+    client = client_for(world, "alice")
+    body = recall(client, query="Where is the pottery studio?").json()
+    codes = {d["code"]: d for d in body["degradations"]}
+    assert codes["vector_pending"]["channel"] == "vector"
+    assert waiting.pk in [i["id"] for i in body["items"]]  # lexical still finds it
+    r = recall(client, query="Where is the pottery studio?", strict=True)
+    assert r.status_code == 503 and "vector" in r.json()["error"]
+    # A strict failure leaves the caller's transaction usable (no savepoint is used).
+    with transaction.atomic():
+        with pytest.raises(RecallUnavailable):
+            recall_run(alice, RecallRequest(query="pottery studio", strict=True))
+        assert Memory.objects.filter(pk=waiting.pk).exists()
