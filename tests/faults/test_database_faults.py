@@ -99,15 +99,21 @@ def test_every_acknowledged_write_survives_a_sigkill_of_postgres(stack: Stack) -
                         acked[item["external_ref"]] = item["content_sha256"]
             i += 1
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    # Daemon threads, always stopped: if the kill fails, the writers must not keep
+    # the test process alive (it once spun at full CPU after a failed run).
+    threads = [
+        threading.Thread(target=writer, args=(n,), daemon=True) for n in range(6)
+    ]
     for t in threads:
         t.start()
-    time.sleep(1.5)
-    stack.kill_db()
-    time.sleep(0.5)
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
+    try:
+        time.sleep(1.5)
+        stack.kill_db()
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
     stack.start_db()
     assert len(acked) >= 9, "the burst wrote too little before the kill"
     rows = {
