@@ -98,6 +98,16 @@ def issue_key(agent_id: int) -> str:
     return ApiKey.issue(agent=Agent.objects.get(pk=agent_id), name="bench")[1]
 
 
+def build_memory(rows: int) -> str:
+    """``maintenance_work_mem`` for rebuilding the HNSW index over ``rows`` rows.
+
+    The graph of n x 384 floats needs ~2 KB a row; when it outgrows this setting
+    pgvector inserts the rest on disk, many times slower (1M rows at 1 GB: 550k tuples
+    in the first 9 minutes, then 10-15k a minute; docs/benchmarks.md, session 5).
+    """
+    return "1GB" if rows <= 400_000 else f"{-(-rows * 3 // 1_000_000)}GB"
+
+
 def load(
     gen: CorpusGenerator,
     rows: list[Row],
@@ -138,7 +148,7 @@ def load(
     with transaction.atomic():
         with connection.cursor() as c:
             c.execute("SET LOCAL statement_timeout = 0")  # bulk work, not a request
-            c.execute("SET LOCAL maintenance_work_mem = '1GB'")
+            c.execute(f"SET LOCAL maintenance_work_mem = '{build_memory(len(rows))}'")
             c.execute("SET LOCAL max_parallel_maintenance_workers = 2")
         t0 = time.perf_counter()
         org_ids, team_ids, agent_ids = ensure_principals(gen)

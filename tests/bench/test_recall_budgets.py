@@ -128,3 +128,10 @@ def test_the_graph_channel_fanout_cap_degrades(conversation, monkeypatch):
     )
     assert any(d["code"] == "graph_budget" for d in pack.degradations)
     assert pack.items
+
+
+def test_the_bulk_build_memory_grows_with_the_corpus():
+    from bench.loader import build_memory
+
+    assert build_memory(1_000) == build_memory(100_000) == "1GB"
+    assert build_memory(1_000_000) == "3GB"  # a 1M graph (~2 GB) stays in memory
