@@ -112,6 +112,7 @@ def build_pack(
     )
     if boosts:
         head = apply_adjustments(head, multipliers=boosts)
+    head = _episodes_below_their_turns(head, rows)
     texts = {mid: m.content for mid, m in rows.items()}
     deduped, dropped = mmr_dedupe(head, texts, lambda_=0.7, jaccard_threshold=0.85)
     reasons: dict[int, str] = {}
@@ -276,6 +277,30 @@ def build_pack(
         working_memory=working,
         controls=controls,
     )
+
+
+def _episodes_below_their_turns(
+    head: list[FusedItem], rows: dict[int, Memory]
+) -> list[FusedItem]:
+    """An episode (a session summary) ranks just below the lowest of its own turns
+    that are candidates too: the turns are the evidence, and an episode ranked first
+    cites six turns of its session, crowding the turn ranking (LongMemEval with the
+    tiers: turn recall_all@5 0.662 -> 0.775; docs/benchmarks.md, session 5). The
+    episode stays in the ranking (penalty ``episode_below_turns`` in explain)."""
+    episodes = [i for i in head if rows[i.memory_id].kind == "episode"]
+    if not episodes:
+        return head
+    covers = topic_covers([i.memory_id for i in episodes])
+    score = {i.memory_id: i.score for i in head}
+    multipliers: dict[int, dict[str, float]] = {}
+    for item in episodes:
+        turns = [score[t] for t in covers.get(item.memory_id, ()) if t in score]
+        if turns and item.score > 0 and min(turns) < item.score:
+            factor = min(turns) / item.score * 0.999
+            multipliers[item.memory_id] = {"episode_below_turns": factor}
+    if not multipliers:
+        return head
+    return apply_adjustments(head, multipliers=multipliers)
 
 
 def hydrate(

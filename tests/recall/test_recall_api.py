@@ -448,3 +448,32 @@ def test_rows_waiting_for_an_embedding_degrade_vector_and_strict_says_503(world)
         with pytest.raises(RecallUnavailable):
             recall_run(alice, RecallRequest(query="pottery studio", strict=True))
         assert Memory.objects.filter(pk=waiting.pk).exists()
+
+
+def test_an_episode_ranks_below_its_own_turns_when_they_are_candidates(world):
+    alice = world.principal("alice")
+    session = services.session_create(
+        principal=alice, external_id="kiln", visibility="org"
+    )
+    first, second = remember(
+        alice,
+        MemoryInput(content="The pottery kiln broke on Monday"),
+        MemoryInput(content="We paid 300 dollars to repair the pottery kiln"),
+        session=session,
+    )
+    episode = remember(
+        alice,
+        MemoryInput(
+            content="Pottery kiln: the pottery kiln broke and the pottery kiln repair "
+            "cost 300 dollars",
+            tier="episodic",
+            kind="episode",
+            derived_from=(first.pk, second.pk),
+        ),
+    )[0]
+    body = recall(client_for(world, "alice"), query="pottery kiln repair").json()
+    ids = [i["id"] for i in body["items"]]
+    assert {first.pk, second.pk, episode.pk} <= set(ids)  # the episode is kept
+    assert ids.index(episode.pk) > max(ids.index(first.pk), ids.index(second.pk))
+    explain = next(i["explain"] for i in body["items"] if i["id"] == episode.pk)
+    assert 0 < explain["penalties"]["episode_below_turns"] < 1
