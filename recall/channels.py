@@ -309,6 +309,14 @@ def temporal_channel(
     ]
 
 
+# Query entity names -> ids: org-scoped, by normalised name or alias (params: org,
+# names, names). Used by find_entities and the store probe.
+_ENTITY_MATCH = (
+    "FROM memory_entity e WHERE e.org_id = %s "
+    "AND (e.normalized_name = ANY(%s) OR e.aliases && %s::varchar[])"
+)
+
+
 def _normalised_names(names: Sequence[str]) -> list[str]:
     return [re.sub(r"\s+", " ", n.strip().lower()) for n in names if n.strip()]
 
@@ -321,8 +329,7 @@ def find_entities(scope: Scope, names: Sequence[str]) -> dict[str, int]:
     with connection.cursor() as c:
         c.execute(
             "SELECT e.normalized_name, COALESCE(e.merged_into_id, e.id) "
-            "FROM memory_entity e WHERE e.org_id = %s "
-            "AND (e.normalized_name = ANY(%s) OR e.aliases && %s::varchar[])",
+            + _ENTITY_MATCH,
             [scope.principal.org_id, normalised, normalised],
         )
         return dict(c.fetchall())
@@ -538,9 +545,7 @@ def store_probe(
     if names and config_org is not None:
         head.append(
             "(SELECT COALESCE(json_agg(json_build_array(e.normalized_name, "
-            "COALESCE(e.merged_into_id, e.id))), '[]') FROM memory_entity e "
-            "WHERE e.org_id = %s AND (e.normalized_name = ANY(%s) "
-            "OR e.aliases && %s::varchar[]))"
+            f"COALESCE(e.merged_into_id, e.id))), '[]') {_ENTITY_MATCH})"
         )
         params += [config_org, names, names]
     for scope in scopes:
@@ -576,11 +581,6 @@ def store_probe(
     weight = float(row.pop() or 0.0) if config_org is not None else 0.0
     count = int(row.pop()) if pending is not None else 0
     return StoreProbe([bool(v) for v in row], count, weight, communities, entities)
-
-
-def pending_count(scope: Scope) -> int:
-    """Eligible rows still waiting for an embedding (vector recall cannot see them)."""
-    return store_probe([], pending=scope).pending
 
 
 def recent_rows(scope: Scope, *, k: int, channel: str = "recent") -> list[ChannelHit]:

@@ -161,7 +161,19 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
                 state.degradations.append(pending)
         if failure is None:
             pack = _cascade_and_pack(
-                principal, request, state, intent, base, vectors, entity_ids, now, probe
+                principal,
+                request,
+                state,
+                intent,
+                base,
+                vectors,
+                entity_ids,
+                now,
+                probe,
+                present=dict(zip(probed, probe.present, strict=False)),
+                overlays=dict(
+                    zip(overlay_kinds, probe.present[len(probed) :], strict=True)
+                ),
             )
     if failure is not None:
         raise RecallUnavailable(failure)
@@ -212,12 +224,11 @@ def _cascade_and_pack(
     entity_ids: dict[str, int],
     now: Any,
     probe: channels.StoreProbe,
+    *,
+    present: dict[int, bool],
+    overlays: dict[str, bool],
 ) -> ContextPack:
     """The cascade and the packer, inside the recall's transaction."""
-    scopes = phase_scopes(base, request) if request.mode != "direct" else {}
-    probed = probed_phases(scopes)
-    present = dict(zip(probed, probe.present, strict=False))
-    overlays = dict(zip(("rule", "lesson"), probe.present[len(probed) :], strict=True))
     ctx = QueryContext(
         request,
         intent,

@@ -455,6 +455,18 @@ def test_label_propagation_groups_connected_entities():
     assert sorted(groups(labels).values()) == [[1, 2, 3], [7, 8, 9]]
 
 
+def _entities(world, names):
+    return {
+        n: Entity.objects.get_or_create(
+            org=world.acme,
+            normalized_name=n.lower(),
+            merged_into=None,
+            defaults={"name": n},
+        )[0]
+        for n in names
+    }
+
+
 def _fact(principal, subject, predicate, obj, **kw):
     row = remember(
         principal,
@@ -482,15 +494,7 @@ def test_communities_list_uncovered_visible_members_and_skip_temporal_recalls(
 ):
     alice, bob = world.principal("alice"), world.principal("bob")
     names = ["Caroline", "Mel", "Boston", "Kiln Club"]
-    ent = {
-        n: Entity.objects.get_or_create(
-            org=world.acme,
-            normalized_name=n.lower(),
-            merged_into=None,
-            defaults={"name": n},
-        )[0]
-        for n in names
-    }
+    ent = _entities(world, names)
     _fact(alice, ent["Caroline"], "friend_of", ent["Mel"])
     _fact(alice, ent["Mel"], "lives_in", ent["Boston"])
     hidden = _fact(bob, ent["Boston"], "hosts", ent["Kiln Club"], visibility="team")
@@ -514,15 +518,7 @@ def test_communities_list_uncovered_visible_members_and_skip_temporal_recalls(
 
 def test_communities_cost_the_same_queries_however_many_are_listed(world, trip):
     alice = world.principal("alice")
-    ent = {
-        n: Entity.objects.get_or_create(
-            org=world.acme,
-            normalized_name=n.lower(),
-            merged_into=None,
-            defaults={"name": n},
-        )[0]
-        for n in ["Caroline", "Mel", "Boston", "Dana", "Lisbon"]
-    }
+    ent = _entities(world, ["Caroline", "Mel", "Boston", "Dana", "Lisbon"])
     _fact(alice, ent["Caroline"], "friend_of", ent["Mel"])
     _fact(alice, ent["Mel"], "lives_in", ent["Boston"])
     _fact(alice, ent["Dana"], "moved_to", ent["Lisbon"])

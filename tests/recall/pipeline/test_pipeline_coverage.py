@@ -78,6 +78,9 @@ def test_facet_coverage_asks_one_item_to_hold_the_facets_not_the_items_together(
         scores=[0.6, 0.6],
         tiers=["semantic", "procedural"],
     )
-    assert scattered.facet == 0.5 and set(scattered.facets_hit) == {"caroline", "research"}
+    assert scattered.facet == 0.5 and set(scattered.facets_hit) == {
+        "caroline",
+        "research",
+    }
     assert joint.facet == 1.0
     assert scattered.value < joint.value
