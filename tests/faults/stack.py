@@ -105,11 +105,13 @@ class Stack:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if self.call("GET", "/healthz", auth=False)[0] == 200:
+                status = self.call("GET", "/healthz", auth=False)[0]
+                if status == 200:
                     return
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError("the web process did not start")
+            except OSError as exc:
+                status = f"{type(exc).__name__}"
+            time.sleep(0.2)  # also after a non-200 answer (no busy loop)
+        raise AssertionError(f"the web process did not start (last: {status})")
 
     def call(
         self,
