@@ -37,7 +37,31 @@ def _warm_in_main_process(sender: object = None, **kwargs: object) -> None:
         warm_embedding_model()
 
 
-from celery.signals import worker_process_init, worker_ready  # noqa: E402
+def _worker_priority(**_: object) -> None:
+    """Before the pool starts: the worker yields the CPU to web requests and embeds
+    with its own thread count (``MNEMO_WORKER_NICE``,
+    ``MNEMO_WORKER_EMBEDDING_THREADS``).
 
+    On a small machine web and worker share the cores; a write or recall that waited
+    behind an embedding batch made the write API's p95 2-4x its median. Niced, the
+    worker gets every cycle the web leaves idle, which is where ingest runs anyway
+    (docs/benchmarks.md, session 6). Pool children inherit both.
+    """
+    from django.conf import settings
+
+    from memory import embeddings
+
+    nice = int(getattr(settings, "MNEMO_WORKER_NICE", 0))
+    if nice > 0:
+        with contextlib.suppress(OSError):
+            os.nice(nice)
+    threads = int(getattr(settings, "MNEMO_WORKER_EMBEDDING_THREADS", 0))
+    if threads > 0:
+        embeddings.set_process_threads(threads)
+
+
+from celery.signals import worker_init, worker_process_init, worker_ready  # noqa: E402
+
+worker_init.connect(_worker_priority, weak=False)
 worker_ready.connect(_warm_in_main_process, weak=False)
 worker_process_init.connect(warm_embedding_model, weak=False)

@@ -286,6 +286,10 @@ MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get("MNEMO_QUERY_EMBEDDING_BACKEND", 
 # (docs/benchmarks.md). Raise it for a dedicated embedding worker on a big machine.
 MNEMO_EMBEDDING_THREADS = env_int("MNEMO_EMBEDDING_THREADS", 1)
 MNEMO_WORKER_WARM_MODEL = env_bool("MNEMO_WORKER_WARM_MODEL", True)
+# Celery workers: niceness (they yield the CPU to web requests) and intra-op threads
+# for document embeddings (0: MNEMO_EMBEDDING_THREADS). Measured in docs/benchmarks.md.
+MNEMO_WORKER_NICE = env_int("MNEMO_WORKER_NICE", 10)
+MNEMO_WORKER_EMBEDDING_THREADS = env_int("MNEMO_WORKER_EMBEDDING_THREADS", 0)
 MNEMO_MAX_BATCH = env_int("MNEMO_MAX_BATCH", 500)
 MNEMO_MAX_CONTENT_BYTES = env_int("MNEMO_MAX_CONTENT_BYTES", 32 * 1024)
 MNEMO_PENDING_SWEEP_AFTER_SECONDS = env_int("MNEMO_PENDING_SWEEP_AFTER_SECONDS", 120)

@@ -34,6 +34,14 @@ _query_model: Any = None
 _query_model_failed = False
 _query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _QUERY_CACHE_SIZE = 2048
+_process_threads: int | None = None
+
+
+def set_process_threads(threads: int) -> None:
+    """This process's intra-op thread count, instead of ``MNEMO_EMBEDDING_THREADS``
+    (a worker's, set before its model loads; see ``config.celery``)."""
+    global _process_threads
+    _process_threads = max(1, int(threads))
 
 
 def model_path() -> str:
@@ -66,7 +74,7 @@ def get_model() -> Any:
 
 def _load(backend: str) -> Any:
     """The model for ``backend``; both offer ``encode(texts, batch_size=...)``."""
-    threads = max(1, int(settings.MNEMO_EMBEDDING_THREADS))
+    threads = _process_threads or max(1, int(settings.MNEMO_EMBEDDING_THREADS))
     if backend in ("onnx-int8", "onnx"):
         from pathlib import Path
 

@@ -190,7 +190,7 @@ def run_phase(
         if qvec is not None and w.get("vector", 0) > 0:
             vector_ok = {h.memory_id for h in rankings.get("vector", [])}
             fused = [f for f in fused if f.memory_id in vector_ok]
-        fused = _phase1_quotas(fused)
+        fused = _phase1_quotas(fused, scope, state)
     if phase != 1 and req.window_boost != 1.0 and "temporal" in rankings and fused:
         inside = {h.memory_id for h in rankings["temporal"]}
         fused = apply_adjustments(
@@ -241,15 +241,19 @@ def channels_occurred(ids: set[int]) -> dict[int, datetime | None]:
     return dict(Memory.objects.filter(pk__in=ids).values_list("id", "occurred_at"))
 
 
-def _phase1_quotas(fused: list[FusedItem]) -> list[FusedItem]:
-    """Top-20 facts, 10 procedures, 5 topics (per kind quotas)."""
-    from memory.models import Memory
+def _phase1_quotas(
+    fused: list[FusedItem], scope: Scope, state: CascadeState
+) -> list[FusedItem]:
+    """Top-20 facts, 10 procedures, 5 topics (per kind quotas).
 
-    kinds = dict(
-        Memory.objects.filter(pk__in=[f.memory_id for f in fused]).values_list(
-            "id", "kind"
-        )
+    The rows are read into the recall's row cache: the coverage read and the packer
+    want the same rows next, so this is the only round trip for them.
+    """
+    ids = [f.memory_id for f in fused]
+    state.rows.update(
+        channels.read_rows(scope.principal, [i for i in ids if i not in state.rows])
     )
+    kinds = {i: state.rows[i].kind for i in ids if i in state.rows}
     taken: dict[str, int] = {}
     kept = []
     for item in fused:

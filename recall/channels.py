@@ -13,11 +13,14 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 from django.db import connection
 
+from accounts.principals import Principal
+from memory.access import visibility_sql
 from recall.pipeline.types import ChannelHit
 from recall.scope import Scope, eligibility_sql
 
@@ -498,6 +501,52 @@ def filter_eligible(scope: Scope, memory_ids: Sequence[int]) -> set[int]:
             [list(memory_ids), *params],
         )
         return {r[0] for r in c.fetchall()}
+
+
+@dataclass(slots=True)
+class MemoryRow:
+    """A memory as recall reads it for packing and citing: plain fields, no model.
+
+    Building Django model instances (and compiling their query) was the largest part
+    of hydration; recall only reads these fields (docs/benchmarks.md, session 6).
+    """
+
+    id: int
+    tier: str
+    kind: str
+    content: str
+    occurred_at: datetime | None
+    session_id: int | None
+    visibility: str
+    speaker: str
+    external_ref: str
+    org_id: int
+    status: str
+    source_span: dict[str, Any] | None
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+
+def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, MemoryRow]:
+    """The rows of ``memory_ids`` that ``principal`` may see (visibility only: a
+    caller may cite a row whatever its status), in one round trip."""
+    if not memory_ids:
+        return {}
+    vis, params = visibility_sql(principal, "m")
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT m.id, m.tier, m.kind, m.content, m.occurred_at, m.session_id, "
+            "m.visibility, m.speaker, m.external_ref, m.org_id, m.status, "
+            f"m.source_span::text FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
+            [list(memory_ids), *params],
+        )
+        rows = c.fetchall()
+    return {
+        r[0]: MemoryRow(*r[:11], json.loads(r[11]) if r[11] is not None else None)
+        for r in rows
+    }
 
 
 def any_eligible(scopes: Sequence[Scope]) -> list[bool]:

@@ -8,8 +8,8 @@ from typing import Any
 from django.utils import timezone
 
 from accounts.principals import Principal
-from memory.access import visibility_q
 from memory.models import Memory
+from recall.channels import MemoryRow, read_rows
 
 CITATION_DEPTH = 4
 _WORD = re.compile(r"[a-z0-9]+")
@@ -30,7 +30,7 @@ def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
 def citations_for(
     principal: Principal,
     ids: list[int],
-    rows: dict[int, Memory],
+    rows: dict[int, MemoryRow],
     *,
     scores: dict[int, float] | None = None,
     keywords: tuple[str, ...] = (),
@@ -48,7 +48,7 @@ def citations_for(
     scores = scores or {}
     terms = {k.lower() for k in keywords}
 
-    def overlap(raw: Memory) -> int:
+    def overlap(raw: MemoryRow) -> int:
         if not terms:
             return 0
         return len(terms & set(_WORD.findall(raw.content.lower())))
@@ -87,19 +87,7 @@ def citations_for(
     raw_rows = {r: rows[r] for r in all_raw if r in rows and rows[r].tier == "raw"}
     missing = all_raw - raw_rows.keys()
     if missing:
-        raw_rows.update(
-            (m.pk, m)
-            for m in Memory.objects.filter(
-                visibility_q(principal), pk__in=missing
-            ).only(
-                "id",
-                "session_id",
-                "occurred_at",
-                "external_ref",
-                "content",
-                "source_span",
-            )
-        )
+        raw_rows.update(read_rows(principal, list(missing)))
     out: dict[int, list[dict[str, Any]]] = {}
     totals: dict[int, int] = {}
     for item, raws in roots.items():

@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 
 from accounts.principals import Principal
-from memory.access import visibility_q
-from memory.models import Memory
 from recall import channels, lanes
 from recall.cascade import CascadeState
+from recall.channels import MemoryRow
 from recall.citations import citations_for, topic_covers
 from recall.pipeline.answer_type import answer_type_multipliers
 from recall.pipeline.explain import explain_item
@@ -29,21 +28,6 @@ from recall.pipeline.relevance import min_terms_for, relevance_gate
 from recall.pipeline.types import FusedItem
 from recall.scope import Scope
 from recall.types import ContextPack, Degradation, PackedMemory, RecallRequest
-
-ROW_FIELDS = (
-    "id",
-    "tier",
-    "kind",
-    "content",
-    "occurred_at",
-    "session_id",
-    "visibility",
-    "speaker",
-    "external_ref",
-    "org_id",
-    "status",
-    "source_span",
-)
 
 
 @dataclass(frozen=True)
@@ -280,7 +264,7 @@ def build_pack(
 
 
 def _episodes_below_their_turns(
-    head: list[FusedItem], rows: dict[int, Memory]
+    head: list[FusedItem], rows: dict[int, MemoryRow]
 ) -> list[FusedItem]:
     """An episode (a session summary) ranks just below the lowest of its own turns
     that are candidates too: the turns are the evidence, and an episode ranked first
@@ -304,26 +288,21 @@ def _episodes_below_their_turns(
 
 
 def hydrate(
-    principal: Principal, ids: list[int], cache: dict[int, Memory] | None = None
-) -> dict[int, Memory]:
+    principal: Principal, ids: list[int], cache: dict[int, MemoryRow] | None = None
+) -> dict[int, MemoryRow]:
     """The rows of ``ids`` that ``principal`` may see (one query for those not in
     ``cache``, which is filled in)."""
     cache = {} if cache is None else cache
     missing = [i for i in ids if i not in cache]
     if missing:
-        cache.update(
-            (m.pk, m)
-            for m in Memory.objects.filter(
-                visibility_q(principal), pk__in=missing
-            ).only(*ROW_FIELDS)
-        )
+        cache.update(channels.read_rows(principal, missing))
     return {i: cache[i] for i in ids if i in cache}
 
 
 def _altitude(
     request: RecallRequest,
     items: list[FusedItem],
-    rows: dict[int, Memory],
+    rows: dict[int, MemoryRow],
     pc: PackContext,
     *,
     min_score: float,
