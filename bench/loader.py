@@ -24,6 +24,7 @@ from bench.vectors import WordVectors, real_subset, to_pgvector
 from memory import embeddings
 from memory.models import Entity, Memory, Session
 from memory.services import embedding_text, message_context
+from memory.vector_indexes import build_memory
 
 BIG_INDEXES = ("memory_embedding_hnsw", "memory_search_gin")
 BATCH = 2000
@@ -96,16 +97,6 @@ def ensure_principals(
 def issue_key(agent_id: int) -> str:
     """A fresh API key for ``agent_id`` (plaintext kept in memory only)."""
     return ApiKey.issue(agent=Agent.objects.get(pk=agent_id), name="bench")[1]
-
-
-def build_memory(rows: int) -> str:
-    """``maintenance_work_mem`` for rebuilding the HNSW index over ``rows`` rows.
-
-    The graph of n x 384 floats needs ~2 KB a row; when it outgrows this setting
-    pgvector inserts the rest on disk, many times slower (1M rows at 1 GB: 550k tuples
-    in the first 9 minutes, then 10-15k a minute; docs/benchmarks.md, session 5).
-    """
-    return "1GB" if rows <= 400_000 else f"{-(-rows * 3 // 1_000_000)}GB"
 
 
 def load(

@@ -42,22 +42,45 @@ class IndexPlan:
     drop: list[tuple[int, int]] = field(default_factory=list)
     keep: list[tuple[int, int]] = field(default_factory=list)
     built_s: dict[int, float] = field(default_factory=dict)
+    rebuilt: list[int] = field(default_factory=list)  # invalid indexes dropped first
 
 
 def index_name(org_id: int) -> str:
     return f"{PREFIX}{int(org_id)}"
 
 
-def existing() -> set[int]:
-    """Org ids that have a partial HNSW index now."""
+def build_memory(rows: int) -> str:
+    """``maintenance_work_mem`` for building an HNSW index over ``rows`` rows.
+
+    The graph of n x 384 floats needs ~2 KB a row; when it outgrows this setting
+    pgvector inserts the rest on disk, many times slower (1M rows at 1 GB: 550k tuples
+    in the first 9 minutes, then 10-15k a minute; docs/benchmarks.md, session 5).
+    """
+    return "1GB" if rows <= 400_000 else f"{-(-rows * 3 // 1_000_000)}GB"
+
+
+def _indexes() -> dict[int, bool]:
+    """Org id -> whether its partial index is valid (a failed concurrent build leaves
+    an invalid index behind, which the planner never uses)."""
     with connection.cursor() as c:
         c.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_memory' "
-            "AND indexname LIKE %s",
+            "SELECT c.relname, i.indisvalid FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'memory_memory'::regclass AND c.relname LIKE %s",
             [PREFIX + "%"],
         )
-        names = [r[0] for r in c.fetchall()]
-    return {int(m.group(1)) for n in names if (m := _NAME.match(n))}
+        rows = c.fetchall()
+    return {int(m.group(1)): bool(ok) for n, ok in rows if (m := _NAME.match(n))}
+
+
+def existing() -> set[int]:
+    """Org ids that have a usable (valid) partial HNSW index now."""
+    return {org for org, ok in _indexes().items() if ok}
+
+
+def invalid() -> set[int]:
+    """Org ids whose partial index is left invalid by a failed build."""
+    return {org for org, ok in _indexes().items() if not ok}
 
 
 def _embedded_rows() -> dict[int, int]:
@@ -102,9 +125,17 @@ def sync_tenant_indexes(
         if dry_run:
             return todo
         with connection.cursor() as c:
-            c.execute("SET maintenance_work_mem = '1GB'")
+            # A build is maintenance, not a request: no statement timeout (the
+            # 220k-row tenant of the 1M benchmark outlasted the 30 s default, and the
+            # cancelled concurrent build left an invalid index behind).
+            c.execute("SET statement_timeout = 0")
+            for org in sorted(invalid()):
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(org)}")
+                logger.warning("dropped invalid %s (a failed build)", index_name(org))
+                todo.rebuilt.append(org)
             for org, n in todo.create:
                 started = time.perf_counter()
+                c.execute(f"SET maintenance_work_mem = '{build_memory(n)}'")
                 c.execute(
                     f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
                     "ON memory_memory USING hnsw (embedding vector_cosine_ops) "

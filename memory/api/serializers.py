@@ -60,7 +60,10 @@ class MessageIn(serializers.Serializer):
     )
 
     def to_input(self) -> MemoryInput:
-        d: dict[str, Any] = self.validated_data
+        return self.input_from(self.validated_data)
+
+    @staticmethod
+    def input_from(d: dict[str, Any]) -> MemoryInput:
         return MemoryInput(
             content=d["content"],
             tier="raw",
@@ -125,7 +128,10 @@ class MemoryIn(serializers.Serializer):
         return attrs
 
     def to_input(self) -> MemoryInput:
-        d: dict[str, Any] = self.validated_data
+        return self.input_from(self.validated_data)
+
+    @staticmethod
+    def input_from(d: dict[str, Any]) -> MemoryInput:
         return MemoryInput(
             content=d["content"],
             tier=d["tier"],

@@ -37,7 +37,7 @@ def cleanup_indexes():
     from config.db import roles
 
     with roles.owner_mode(connection), connection.cursor() as c:
-        for org in vector_indexes.existing():
+        for org in vector_indexes.existing() | vector_indexes.invalid():
             c.execute(f"DROP INDEX IF EXISTS {vector_indexes.index_name(org)}")
 
 
@@ -102,6 +102,32 @@ def test_index_dropped_when_tenant_shrinks_below_half(world, cleanup_indexes):
     dropped = vector_indexes.sync_tenant_indexes(min_rows=20)
     assert [org for org, _ in dropped.drop] == [world.acme.pk]
     assert vector_indexes.existing() == set()
+
+
+def test_an_index_left_invalid_by_a_failed_build_is_rebuilt(world, cleanup_indexes):
+    from config.db import roles
+
+    acme = world.principal("agent_a")
+    _stock(acme, TEXTS)
+    vector_indexes.sync_tenant_indexes(min_rows=5)
+    name = vector_indexes.index_name(world.acme.pk)
+    # What a cancelled CREATE INDEX CONCURRENTLY leaves behind: the index exists
+    # (IF NOT EXISTS would skip it) but is not valid, so the planner never uses it.
+    with roles.owner_mode(connection), connection.cursor() as c:
+        c.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
+            [name],
+        )
+    assert vector_indexes.invalid() == {world.acme.pk}
+    assert vector_indexes.existing() == set()
+
+    todo = vector_indexes.sync_tenant_indexes(min_rows=5)
+
+    assert todo.rebuilt == [world.acme.pk]
+    assert [org for org, _ in todo.create] == [world.acme.pk]
+    assert vector_indexes.existing() == {world.acme.pk}
+    assert vector_indexes.invalid() == set()
+    assert name in _plan(acme, "when does the new office open?")
 
 
 def test_command_dry_run_changes_nothing_and_rejects_bad_input(
