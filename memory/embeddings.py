@@ -135,6 +135,11 @@ def is_loaded() -> bool:
     return _model is not None
 
 
+def query_model_loaded() -> bool:
+    """Whether this process has loaded the model that embeds recall queries."""
+    return _query_model is not None or _model is not None
+
+
 def embed_texts(
     texts: list[str], *, batch_size: int | None = None, model: Any = None
 ) -> np.ndarray:

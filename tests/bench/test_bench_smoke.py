@@ -70,6 +70,10 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys):
     assert result["recall_http"]["cascade"]["errors"] == 0
     assert result["load"]["errors"] == 0 and result["load"]["ok"] > 0
     assert result["ingest"]["messages"] == 5
+    # Ingest wrote into a scratch org, gone afterwards with everything in it.
+    from accounts.models import Organization
+
+    assert not Organization.objects.filter(slug__startswith="bench-ingest-").exists()
     assert (
         result["filtered_vector_search"]["small"]["by_ef_search"][0]["short_lists"] == 0
     )
