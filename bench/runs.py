@@ -218,6 +218,7 @@ def ingest_http(
         "messages_per_s": round(ready / max(end_to_end, 1e-9), 1),
         "seconds": round(end_to_end, 2),
         "write_ms": percentiles(write_ms),
+        "write_ms_each": [round(ms, 1) for ms in write_ms],  # in POST order
         "visible_s": percentiles(visible),
     }
 
