@@ -21,6 +21,7 @@ from django.db import connection
 
 from accounts.principals import Principal
 from memory.access import visibility_sql
+from memory.vector_indexes import index_name as tenant_index_name
 from recall.pipeline.types import ChannelHit
 from recall.scope import Scope, eligibility_sql
 
@@ -34,6 +35,11 @@ BM25_B = 0.75
 # filtered HNSW scan against exact search was 0.946 at ef_search 100 and 0.952 at 200
 # (10k: 0.922 / 0.958), for +2 ms a scan; small tenants are exact either way.
 MIN_EF_SEARCH = 200
+# At 1M rows the largest tenant's own index holds 220k rows, and recall@10 against exact
+# search was 0.932 at ef_search 200, 0.950 at 300 and 0.954 at 400 (small tenant 0.964 /
+# 0.974 / 0.976); at 100k (22k rows) 200 gave 0.984 (docs/benchmarks.md, session 6).
+LARGE_TENANT_ROWS = 100_000
+LARGE_TENANT_EF_SEARCH = 400
 
 
 def set_vector_search_params(*, ef_search: int = MIN_EF_SEARCH) -> None:
@@ -584,12 +590,25 @@ def store_probe(
     params: list[Any] = []
     head: list[str] = []
     if ef_search is not None:
-        ef = str(int(max(ef_search, MIN_EF_SEARCH)))
-        head += [
-            "set_config('hnsw.ef_search', %s, true)",
-            "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-        ]
-        params.append(ef)
+        ef = int(max(ef_search, MIN_EF_SEARCH))
+        if config_org is not None:
+            # A tenant whose own HNSW graph is large needs a wider search for the
+            # same recall (the index's tuple count is a catalog read, no scan).
+            head.append(
+                "set_config('hnsw.ef_search', CASE WHEN COALESCE((SELECT c.reltuples "
+                "FROM pg_class c WHERE c.relname = %s), 0) >= %s THEN %s ELSE %s END, "
+                "true)"
+            )
+            params += [
+                tenant_index_name(config_org),
+                LARGE_TENANT_ROWS,
+                str(max(ef, LARGE_TENANT_EF_SEARCH)),
+                str(ef),
+            ]
+        else:
+            head.append("set_config('hnsw.ef_search', %s, true)")
+            params.append(str(ef))
+        head.append("set_config('hnsw.iterative_scan', 'relaxed_order', true)")
     names = _normalised_names(entity_names)
     if names and config_org is not None:
         head.append(

@@ -143,3 +143,24 @@ def test_command_dry_run_changes_nothing_and_rejects_bad_input(
     assert vector_indexes.existing() == {world.acme.pk}
     with pytest.raises(CommandError, match="at least 1"):
         call_command("vector_indexes", "--min-rows", "0")
+
+
+def test_a_tenant_with_a_large_own_index_searches_wider(
+    world, cleanup_indexes, monkeypatch
+):
+    _stock(world.principal("agent_a"), TEXTS)
+    vector_indexes.sync_tenant_indexes(min_rows=5)
+    # At 1M rows a 220k-row tenant index needed ef_search 300-400 for recall@10 >= 0.95;
+    # here "large" is lowered to this test's six rows.
+    monkeypatch.setattr(channels, "LARGE_TENANT_ROWS", 6)
+
+    def ef_after_probe(org_id):
+        with transaction.atomic(), connection.cursor() as c:
+            channels.store_probe([], config_org=org_id, ef_search=100)
+            c.execute("SHOW hnsw.ef_search")
+            return int(c.fetchone()[0])
+
+    assert ef_after_probe(world.acme.pk) == channels.LARGE_TENANT_EF_SEARCH
+    assert ef_after_probe(world.globex.pk) == channels.MIN_EF_SEARCH  # no own index
+    monkeypatch.setattr(channels, "LARGE_TENANT_ROWS", 7)
+    assert ef_after_probe(world.acme.pk) == channels.MIN_EF_SEARCH
