@@ -1,11 +1,14 @@
 """Celery application: Redis broker when CELERY_BROKER_URL is set, eager otherwise."""
 
 import contextlib
+import logging
 import os
 
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+logger = logging.getLogger(__name__)
 
 app = Celery("mnemo")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -38,6 +41,31 @@ def _warm_in_main_process(sender: object = None, **kwargs: object) -> None:
     pool_cls = getattr(getattr(sender, "controller", None), "pool_cls", None)
     if "prefork" not in getattr(pool_cls, "__module__", "prefork"):
         warm_embedding_model()
+
+
+_producer_warmed = False
+
+
+def warm_producer(**_: object) -> bool:
+    """Open this process's broker connection once, after its first request.
+
+    The first task a web process enqueued connected to the broker inside that request:
+    ~125 ms, the write API's p95 at 100k and 1M (each gunicorn worker's first write;
+    docs/benchmarks.md, session 6). Returns True when it connected now. A broker that
+    is down is only logged: writes do not need it (the sweep re-enqueues).
+    """
+    global _producer_warmed
+    if _producer_warmed or app.conf.task_always_eager:
+        return False
+    _producer_warmed = True
+    try:
+        with app.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=1)
+            producer.maybe_declare(app.amqp.queues[app.conf.task_default_queue])
+    except Exception as exc:  # noqa: BLE001 - any broker failure is the same here
+        logger.warning("could not warm the broker connection: %s", exc)
+        return False
+    return True
 
 
 def _worker_priority(**_: object) -> None:

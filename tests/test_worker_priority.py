@@ -26,3 +26,48 @@ def test_zero_leaves_priority_and_threads_alone(settings, monkeypatch):
     celery_config._worker_priority()
     assert calls == []
     assert embeddings._process_threads is None
+
+
+def test_the_broker_connection_is_warmed_once_and_a_dead_broker_is_only_logged(
+    monkeypatch, caplog
+):
+    from contextlib import contextmanager
+
+    opened = []
+
+    class Producer:
+        class connection:  # noqa: N801 - stands in for kombu's attribute
+            @staticmethod
+            def ensure_connection(max_retries):
+                opened.append(max_retries)
+
+        @staticmethod
+        def maybe_declare(queue):
+            pass
+
+    @contextmanager
+    def producer_or_acquire():
+        yield Producer
+
+    monkeypatch.setattr(celery_config, "_producer_warmed", False)
+    monkeypatch.setitem(celery_config.app.conf, "task_always_eager", False)
+    monkeypatch.setattr(celery_config.app, "producer_or_acquire", producer_or_acquire)
+    assert celery_config.warm_producer() is True
+    assert celery_config.warm_producer() is False  # once per process
+    assert opened == [1]
+
+    @contextmanager
+    def broken():
+        raise ConnectionError("broker down")
+        yield
+
+    monkeypatch.setattr(celery_config, "_producer_warmed", False)
+    monkeypatch.setattr(celery_config.app, "producer_or_acquire", broken)
+    assert celery_config.warm_producer() is False
+    assert "could not warm the broker connection" in caplog.text
+
+
+def test_eager_mode_has_no_broker_to_warm(monkeypatch):
+    monkeypatch.setattr(celery_config, "_producer_warmed", False)
+    monkeypatch.setitem(celery_config.app.conf, "task_always_eager", True)
+    assert celery_config.warm_producer() is False
