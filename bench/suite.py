@@ -43,7 +43,7 @@ class Options:
     load_seconds: float = 60.0
     ingest_messages: int = 300
     recall_checks: int = 50
-    ef_search_sweep: tuple[int, ...] = (40, 100, 200)
+    ef_search_sweep: tuple[int, ...] = (40, 100, 200, 400)
     http: bool = True
     web_workers: int = 2
     ingest_timeout_s: float = 120.0
