@@ -534,6 +534,24 @@ class MemoryRow:
     def pk(self) -> int:
         return self.id
 
+    @classmethod
+    def of(cls, memory: Any) -> MemoryRow:
+        """The same fields of a model instance (rows a caller named by id)."""
+        return cls(
+            id=memory.pk,
+            tier=memory.tier,
+            kind=memory.kind,
+            content=memory.content,
+            occurred_at=memory.occurred_at,
+            session_id=memory.session_id,
+            visibility=memory.visibility,
+            speaker=memory.speaker,
+            external_ref=memory.external_ref,
+            org_id=memory.org_id,
+            status=memory.status,
+            source_span=memory.source_span,
+        )
+
 
 def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, MemoryRow]:
     """The rows of ``memory_ids`` that ``principal`` may see (visibility only: a
@@ -550,7 +568,20 @@ def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, Memo
         )
         rows = c.fetchall()
     return {
-        r[0]: MemoryRow(*r[:11], json.loads(r[11]) if r[11] is not None else None)
+        r[0]: MemoryRow(
+            id=r[0],
+            tier=r[1],
+            kind=r[2],
+            content=r[3],
+            occurred_at=r[4],
+            session_id=r[5],
+            visibility=r[6],
+            speaker=r[7],
+            external_ref=r[8],
+            org_id=r[9],
+            status=r[10],
+            source_span=json.loads(r[11]) if r[11] is not None else None,
+        )
         for r in rows
     }
 

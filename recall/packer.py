@@ -175,7 +175,7 @@ def build_pack(
     elif not no_match:
         take([i.memory_id for i in fused], "fused")
     rows.update(hydrate(principal, [m for m in order if m not in rows], state.rows))
-    rows.update({r.pk: r for r in references})
+    rows.update({r.pk: MemoryRow.of(r) for r in references})
     order = [m for m in order if m in rows]
     covers = topic_covers([m for m in order if rows[m].tier == "topic"])
     result = pack_to_budget(
