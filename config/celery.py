@@ -59,6 +59,8 @@ def warm_producer(**_: object) -> bool:
         return False
     _producer_warmed = True
     try:
+        app.finalize(auto=True)  # task proxies resolve on first use otherwise
+        app.backend  # noqa: B018 - the result backend is built on first access
         with app.producer_or_acquire() as producer:
             producer.connection.ensure_connection(max_retries=1)
             producer.maybe_declare(app.amqp.queues[app.conf.task_default_queue])
