@@ -118,6 +118,11 @@ def scratch_org(label: str) -> Iterator[tuple[Organization, str]]:
         yield org, issue_key(agent.pk)
     finally:
         drop_orgs([org])
+        # The dropped rows (and the embedding updates before them) are dead tuples
+        # that the next run's index scans would step over: 9,333 after six runs at
+        # 100k, as later runs slowed (docs/benchmarks.md, session 6).
+        with owner(), connection.cursor() as c:
+            c.execute("VACUUM (ANALYZE) memory_memory")
 
 
 def issue_key(agent_id: int) -> str:
