@@ -12,7 +12,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -537,20 +537,10 @@ class MemoryRow:
     @classmethod
     def of(cls, memory: Any) -> MemoryRow:
         """The same fields of a model instance (rows a caller named by id)."""
-        return cls(
-            id=memory.pk,
-            tier=memory.tier,
-            kind=memory.kind,
-            content=memory.content,
-            occurred_at=memory.occurred_at,
-            session_id=memory.session_id,
-            visibility=memory.visibility,
-            speaker=memory.speaker,
-            external_ref=memory.external_ref,
-            org_id=memory.org_id,
-            status=memory.status,
-            source_span=memory.source_span,
-        )
+        return cls(**{name: getattr(memory, name) for name in _ROW_FIELDS})
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(MemoryRow))
 
 
 def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, MemoryRow]:
@@ -559,31 +549,23 @@ def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, Memo
     if not memory_ids:
         return {}
     vis, params = visibility_sql(principal, "m")
+    columns = ", ".join(
+        f"m.{name}::text" if name == "source_span" else f"m.{name}"
+        for name in _ROW_FIELDS
+    )
     with connection.cursor() as c:
         c.execute(
-            "SELECT m.id, m.tier, m.kind, m.content, m.occurred_at, m.session_id, "
-            "m.visibility, m.speaker, m.external_ref, m.org_id, m.status, "
-            f"m.source_span::text FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
+            f"SELECT {columns} FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
             [list(memory_ids), *params],
         )
         rows = c.fetchall()
-    return {
-        r[0]: MemoryRow(
-            id=r[0],
-            tier=r[1],
-            kind=r[2],
-            content=r[3],
-            occurred_at=r[4],
-            session_id=r[5],
-            visibility=r[6],
-            speaker=r[7],
-            external_ref=r[8],
-            org_id=r[9],
-            status=r[10],
-            source_span=json.loads(r[11]) if r[11] is not None else None,
-        )
-        for r in rows
-    }
+    out: dict[int, MemoryRow] = {}
+    for r in rows:
+        values = dict(zip(_ROW_FIELDS, r, strict=True))
+        span = values["source_span"]
+        values["source_span"] = json.loads(span) if span is not None else None
+        out[r[0]] = MemoryRow(**values)
+    return out
 
 
 def any_eligible(scopes: Sequence[Scope]) -> list[bool]:

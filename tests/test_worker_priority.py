@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
+
 from config import celery as celery_config
 from memory import embeddings
 
 
-def test_worker_start_lowers_priority_and_sets_threads(settings, monkeypatch):
-    calls = []
+@pytest.fixture
+def nice_calls(monkeypatch):
+    calls: list[int] = []
     monkeypatch.setattr(celery_config.os, "nice", lambda n: calls.append(n))
     monkeypatch.setattr(embeddings, "_process_threads", None)
+    return calls
+
+
+def test_worker_start_lowers_priority_and_sets_threads(settings, nice_calls):
+    calls = nice_calls
     settings.MNEMO_WORKER_NICE = 7
     settings.MNEMO_WORKER_EMBEDDING_THREADS = 2
     celery_config._worker_priority()
@@ -17,10 +25,8 @@ def test_worker_start_lowers_priority_and_sets_threads(settings, monkeypatch):
     assert embeddings._process_threads == 2
 
 
-def test_zero_leaves_priority_and_threads_alone(settings, monkeypatch):
-    calls = []
-    monkeypatch.setattr(celery_config.os, "nice", lambda n: calls.append(n))
-    monkeypatch.setattr(embeddings, "_process_threads", None)
+def test_zero_leaves_priority_and_threads_alone(settings, nice_calls):
+    calls = nice_calls
     settings.MNEMO_WORKER_NICE = 0
     settings.MNEMO_WORKER_EMBEDDING_THREADS = 0
     celery_config._worker_priority()
