@@ -233,6 +233,8 @@ TASK_ORGS: dict[str, TaskOrgs] = {
     ),
     "memory.tasks.sweep_pending": lambda a, k: None,
     "memory.tasks.refresh_drift": lambda a, k: None,
+    "memory.tasks.sync_vector_indexes": lambda a, k: None,
+    "recall.tasks.refresh_term_stats": lambda a, k: None,
 }
 
 

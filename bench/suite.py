@@ -28,6 +28,7 @@ from bench.corpus import (
 )
 from bench.vectors import WordVectors
 from memory import embeddings, vector_indexes
+from recall import term_stats
 
 BROKER = os.environ.get("MNEMO_BENCH_BROKER", "redis://127.0.0.1:6379/12")
 
@@ -118,6 +119,15 @@ def run_size(opts: Options, log: Any = print) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - t0, 2),
     }
     log(f"tenant HNSW indexes: {result['tenant_indexes']}")
+    # And term statistics for the lexical channel, as the hourly beat task gives them.
+    t0 = time.perf_counter()
+    counted = term_stats.refresh()
+    result["term_stats"] = {
+        "min_rows": settings.MNEMO_TERM_STATS_MIN_ROWS,
+        "orgs": len(counted),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    log(f"term statistics: {result['term_stats']}")
     # Distinct questions per mode: a mode must not profit from the query-embedding
     # cache warmed by another.
     questions = {

@@ -262,6 +262,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memory.tasks.sync_vector_indexes",
         "schedule": 6 * 3600.0,
     },
+    "refresh-term-stats": {
+        "task": "recall.tasks.refresh_term_stats",
+        "schedule": 3600.0,
+    },
 }
 
 # --- Mnemo --------------------------------------------------------------------------
@@ -273,6 +277,10 @@ MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
 # Orgs with at least this many embedded rows get a partial HNSW index of their own
 # (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h).
 MNEMO_TENANT_HNSW_MIN_ROWS = env_int("MNEMO_TENANT_HNSW_MIN_ROWS", 5000)
+# Orgs with at least this many active rows get counted full-text term frequencies
+# (recall/term_stats.py; `manage.py term_stats`, beat hourly). The lexical channel's
+# candidate cap (2,000) is where it starts to need them.
+MNEMO_TERM_STATS_MIN_ROWS = env_int("MNEMO_TERM_STATS_MIN_ROWS", 2000)
 MNEMO_EMBEDDING_ENABLED = env_bool("MNEMO_EMBEDDING_ENABLED", True)
 # "torch" (default) or "onnx-int8": ONNX Runtime, int8 dynamic quantisation, exported
 # locally from the same model on first use (docs/benchmarks.md has the trade-off).

@@ -22,6 +22,7 @@ from django.db import connection
 from accounts.principals import Principal
 from memory.access import visibility_sql
 from memory.vector_indexes import index_name as tenant_index_name
+from recall import term_stats
 from recall.pipeline.types import ChannelHit
 from recall.scope import Scope, eligibility_sql
 
@@ -126,7 +127,9 @@ def lexical_channel(
     population = _population(scope)
     probe, exact, floors = terms, [None] * len(terms), [None] * len(terms)
     if population > candidate_cap:
-        probe, exact, floors = probe_terms(scope, terms, population)
+        probe, exact, floors = probe_terms(
+            scope, terms, population, candidate_cap=candidate_cap
+        )
     sql = f"""
     WITH live AS (
         SELECT t, q, qa, df_exact, df_floor FROM (
@@ -187,22 +190,52 @@ _df_cache: dict[tuple[str, ...], tuple[float, int]] = {}
 
 
 def probe_terms(
-    scope: Scope, terms: list[str], population: int
+    scope: Scope, terms: list[str], population: int, *, candidate_cap: int = 2000
 ) -> tuple[list[str], list[float | None], list[float | None]]:
-    """The terms that find candidates, each term's exact document frequency (rare
-    terms) and the floor of a common term's (it is in more rows than that).
+    """The terms that find candidates, each term's document frequency where the
+    candidates will not tell it (rare terms) and the floor of a common term's (it is in
+    more rows than that).
 
-    Counting stops at the common threshold, so a common word costs an index scan but
-    not a visit to each of its rows; counts are over the scope's own eligible rows
-    (never other tenants') and cached per process like the population.
+    With the org's counted term statistics (:mod:`recall.term_stats`) this reads the
+    query's lexemes by key: counts are scaled from the org's active rows of the scope's
+    tiers to the scope's own population, and when every rare term's rows fit among the
+    candidates their document frequencies are left to the candidate query, which counts
+    them exactly over the eligible rows. Without statistics (a new org, or before the
+    first refresh) it counts matching eligible rows per term, stopping at the common
+    threshold, so a common word costs an index scan but not a visit to each of its rows
+    (cached per process like the population).
     """
     threshold = max(1, math.ceil(COMMON_TERM_FREQ * population))
-    df = _term_df(scope, terms, cap=threshold + 1)
-    rare = [t for t in terms if 0 < df[t] <= threshold]
-    if not rare:  # every term is common (or absent): the least common one probes
-        rare = [min(terms, key=lambda t: (df[t] == 0, df[t]))]
-    exact = [float(df[t]) if df[t] <= threshold else None for t in terms]
-    floors = [None if df[t] <= threshold else float(df[t]) for t in terms]
+    stats = None
+    if scope.principal.org_id is not None:
+        stats = term_stats.lookup(scope.principal.org_id, scope.tiers, terms)
+    if stats is None:
+        df = _term_df(scope, terms, cap=threshold + 1)
+        rare = [t for t in terms if 0 < df[t] <= threshold]
+        if not rare:  # every term is common (or absent): the least common one probes
+            rare = [min(terms, key=lambda t: (df[t] == 0, df[t]))]
+        exact = [float(df[t]) if df[t] <= threshold else None for t in terms]
+        floors = [None if df[t] <= threshold else float(df[t]) for t in terms]
+        return rare, exact, floors
+    scale = min(1.0, population / stats.rows) if stats.rows else 1.0
+    est = {t: n * scale for t, n in stats.df.items()}
+    # A term absent when counted may be new since: it probes (an index lookup).
+    rare = [t for t in terms if t in est and est[t] <= threshold]
+    if not any(est[t] > 0 for t in rare):  # every term found then is common:
+        found = [t for t in terms if est.get(t, 0) > 0]  # the least common one probes
+        rare += [min(found, key=lambda t: est[t])] if found else []
+    if not rare:
+        rare = terms[:1]
+    fits = sum(stats.df[t] for t in rare if t in stats.df) <= candidate_cap
+    exact: list[float | None] = []
+    floors: list[float | None] = []
+    for t in terms:
+        if t in rare:
+            exact.append(None if fits else max(1.0, est.get(t, 1.0)))
+            floors.append(None)
+        else:
+            exact.append(None)
+            floors.append(max(float(threshold + 1), est.get(t, 0.0)))
     return rare, exact, floors
 
 

@@ -237,3 +237,50 @@ class Community(models.Model):
 
     def __str__(self) -> str:
         return f"community {self.label} ({len(self.entity_ids)} entities)"
+
+
+class TermFrequency(models.Model):
+    """How many active rows of one org and tier hold a full-text lexeme.
+
+    Recall's lexical channel decides which query terms find candidates (rare ones) and
+    estimates the IDF of the others from these counts instead of counting matching rows
+    at query time, which visited tens of thousands of heap rows per term in a 220k-row
+    tenant (recall/term_stats.py; docs/architecture.md). Recounted per org by
+    ``recall.tasks.refresh_term_stats``; never holds text beyond the lexeme.
+    """
+
+    org = models.ForeignKey(
+        "accounts.Organization", on_delete=models.CASCADE, related_name="+",
+        db_index=False,
+    )
+    tier = models.CharField(max_length=16)
+    term = models.TextField()
+    df = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "tier", "term"], name="termfrequency_org_tier_term"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term} ({self.tier}): {self.df}"
+
+
+class TermStats(models.Model):
+    """When an org's term frequencies were counted, and its active rows per tier then."""
+
+    org = models.OneToOneField(
+        "accounts.Organization", on_delete=models.CASCADE, primary_key=True,
+        related_name="+",
+    )
+    tier_rows = models.JSONField(default=dict)
+    refreshed_at = models.DateTimeField(default=timezone.now)
+    seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        verbose_name_plural = "term stats"
+
+    def __str__(self) -> str:
+        return f"term stats of org {self.org_id} ({self.refreshed_at:%Y-%m-%d %H:%M})"

@@ -22,3 +22,11 @@ def communities_recompute_all() -> int:
     for org_id in ids:
         communities_recompute.delay(org_id)
     return len(ids)
+
+
+@shared_task
+def refresh_term_stats() -> dict[str, float]:
+    """Periodic: recount the full-text term frequencies of large orgs."""
+    from recall import term_stats
+
+    return {str(org): s for org, s in term_stats.refresh().items()}
