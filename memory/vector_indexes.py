@@ -29,6 +29,13 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "memory_hnsw_org_"
 _NAME = re.compile(rf"^{PREFIX}(\d+)$")
+# Each such tenant also gets a partial GIN index over its full-text vectors: with only
+# the shared one, a lexical candidate query of the 220k-row tenant at 1M ANDed the
+# shared GIN bitmap (every org's matches) with the org_id btree bitmap (17 ms for 222k
+# entries), or walked 120k posting entries of other orgs (29 ms) (docs/benchmarks.md,
+# session 7).
+GIN_PREFIX = "memory_gin_org_"
+_GIN_NAME = re.compile(rf"^{GIN_PREFIX}(\d+)$")
 # The shared index has ef_construction 64 (memory/migrations/0002_initial.py). A
 # tenant's own graph is small enough to build better: for the 22k-row tenant at 100k
 # rows, recall@10 against exact search (100 off-tenant queries) went from 0.946 / 0.973
@@ -49,6 +56,10 @@ def index_name(org_id: int) -> str:
     return f"{PREFIX}{int(org_id)}"
 
 
+def gin_index_name(org_id: int) -> str:
+    return f"{GIN_PREFIX}{int(org_id)}"
+
+
 def build_memory(rows: int) -> str:
     """``maintenance_work_mem`` for building an HNSW index over ``rows`` rows.
 
@@ -59,28 +70,36 @@ def build_memory(rows: int) -> str:
     return "1GB" if rows <= 400_000 else f"{-(-rows * 3 // 1_000_000)}GB"
 
 
-def _indexes() -> dict[int, bool]:
-    """Org id -> whether its partial index is valid (a failed concurrent build leaves
-    an invalid index behind, which the planner never uses)."""
+def _indexes(pattern: re.Pattern[str] = _NAME) -> dict[int, bool]:
+    """Org id -> whether its partial index (of the kind ``pattern`` names) is valid (a
+    failed concurrent build leaves an invalid index behind, which the planner never
+    uses)."""
     with connection.cursor() as c:
         c.execute(
             "SELECT c.relname, i.indisvalid FROM pg_index i "
             "JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'memory_memory'::regclass AND c.relname LIKE %s",
-            [PREFIX + "%"],
+            "WHERE i.indrelid = 'memory_memory'::regclass "
+            "AND (c.relname LIKE %s OR c.relname LIKE %s)",
+            [PREFIX + "%", GIN_PREFIX + "%"],
         )
         rows = c.fetchall()
-    return {int(m.group(1)): bool(ok) for n, ok in rows if (m := _NAME.match(n))}
+    return {int(m.group(1)): bool(ok) for n, ok in rows if (m := pattern.match(n))}
 
 
 def existing() -> set[int]:
-    """Org ids that have a usable (valid) partial HNSW index now."""
-    return {org for org, ok in _indexes().items() if ok}
+    """Org ids that have both usable (valid) partial indexes now."""
+    hnsw, gin = _indexes(_NAME), _indexes(_GIN_NAME)
+    return {org for org, ok in hnsw.items() if ok and gin.get(org)}
 
 
 def invalid() -> set[int]:
-    """Org ids whose partial index is left invalid by a failed build."""
-    return {org for org, ok in _indexes().items() if not ok}
+    """Org ids with a partial index left invalid by a failed build."""
+    return {
+        org
+        for kind in (_NAME, _GIN_NAME)
+        for org, ok in _indexes(kind).items()
+        if not ok
+    }
 
 
 def _embedded_rows() -> dict[int, int]:
@@ -101,12 +120,17 @@ def plan(min_rows: int | None = None) -> IndexPlan:
         raise ValueError("min_rows must be at least 1")
     rows = _embedded_rows()
     have = existing()
+    # An org with one kind only (an install from before the GIN indexes) is completed
+    # by ``create`` (IF NOT EXISTS skips the one it has) or loses it with ``drop``.
+    some = {o for o, ok in {**_indexes(_NAME), **_indexes(_GIN_NAME)}.items() if ok}
     out = IndexPlan()
     for org, n in sorted(rows.items()):
         if n >= threshold and org not in have:
             out.create.append((org, n))
-    for org in sorted(have):
+    for org in sorted(some):
         n = rows.get(org, 0)
+        if org not in have and n >= threshold:
+            continue  # in create
         if n < threshold / 2:
             out.drop.append((org, n))
         else:
@@ -117,7 +141,8 @@ def plan(min_rows: int | None = None) -> IndexPlan:
 def sync_tenant_indexes(
     min_rows: int | None = None, *, dry_run: bool = False
 ) -> IndexPlan:
-    """Create and drop partial HNSW indexes to match ``plan`` (as the table owner)."""
+    """Create and drop partial HNSW and GIN indexes to match ``plan`` (as the table
+    owner)."""
     from config.db import roles
 
     with roles.owner_mode(connection):
@@ -129,10 +154,14 @@ def sync_tenant_indexes(
             # 220k-row tenant of the 1M benchmark outlasted the 30 s default, and the
             # cancelled concurrent build left an invalid index behind).
             c.execute("SET statement_timeout = 0")
-            for org in sorted(invalid()):
-                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(org)}")
-                logger.warning("dropped invalid %s (a failed build)", index_name(org))
-                todo.rebuilt.append(org)
+            for kind, name in ((_NAME, index_name), (_GIN_NAME, gin_index_name)):
+                for org, ok in sorted(_indexes(kind).items()):
+                    if ok:
+                        continue
+                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name(org)}")
+                    logger.warning("dropped invalid %s (a failed build)", name(org))
+                    if org not in todo.rebuilt:
+                        todo.rebuilt.append(org)
             for org, n in todo.create:
                 started = time.perf_counter()
                 c.execute(f"SET maintenance_work_mem = '{build_memory(n)}'")
@@ -141,10 +170,16 @@ def sync_tenant_indexes(
                     "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
                     f"WITH ({HNSW_WITH}) WHERE org_id = {int(org)}"
                 )
+                c.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {gin_index_name(org)} "
+                    "ON memory_memory USING gin (search) WITH (fastupdate = off) "
+                    f"WHERE org_id = {int(org)}"
+                )
                 todo.built_s[org] = round(time.perf_counter() - started, 2)
                 logger.info("built %s over %d rows", index_name(org), n)
             for org, n in todo.drop:
                 c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(org)}")
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {gin_index_name(org)}")
                 logger.info("dropped %s (%d rows left)", index_name(org), n)
             if todo.create or todo.drop:
                 c.execute("ANALYZE memory_memory")

@@ -39,6 +39,7 @@ def cleanup_indexes():
     with roles.owner_mode(connection), connection.cursor() as c:
         for org in vector_indexes.existing() | vector_indexes.invalid():
             c.execute(f"DROP INDEX IF EXISTS {vector_indexes.index_name(org)}")
+            c.execute(f"DROP INDEX IF EXISTS {vector_indexes.gin_index_name(org)}")
 
 
 def _vector_ids(principal, query):
@@ -70,6 +71,18 @@ def _plan(principal, query):
         return "\n".join(r[0] for r in c.fetchall())
 
 
+def _lexical_plan(principal, term):
+    where, params = channels.eligibility_sql(Scope(principal=principal, tiers=("raw",)))
+    with transaction.atomic(), connection.cursor() as c:
+        c.execute("SET LOCAL enable_seqscan = off")
+        c.execute(
+            f"EXPLAIN SELECT m.id FROM memory_memory m WHERE {where} "
+            "AND m.search @@ to_tsquery('english', %s)",
+            [*params, term],
+        )
+        return "\n".join(r[0] for r in c.fetchall())
+
+
 def test_large_tenant_gets_its_own_index_and_the_same_answers(world, cleanup_indexes):
     acme, globex = world.principal("agent_a"), world.principal("agent_globex")
     _stock(acme, TEXTS)
@@ -84,8 +97,10 @@ def test_large_tenant_gets_its_own_index_and_the_same_answers(world, cleanup_ind
     assert vector_indexes.existing() == {world.acme.pk}
     assert _vector_ids(acme, query) == before  # same rows, same order
     assert vector_indexes.index_name(world.acme.pk) in _plan(acme, query)
-    # Globex has no index of its own: it never reads Acme's.
+    # Its own full-text index too; Globex has neither: it never reads Acme's.
+    assert vector_indexes.gin_index_name(world.acme.pk) in _lexical_plan(acme, "office")
     assert vector_indexes.index_name(world.acme.pk) not in _plan(globex, query)
+    assert vector_indexes.GIN_PREFIX not in _lexical_plan(globex, "office")
     # Idempotent: a second run keeps what is there.
     again = vector_indexes.sync_tenant_indexes(min_rows=5)
     assert not again.create and not again.drop
@@ -98,10 +113,26 @@ def test_index_dropped_when_tenant_shrinks_below_half(world, cleanup_indexes):
     # 6 rows: still above half of 10, kept (no flapping near the line) ...
     kept = vector_indexes.sync_tenant_indexes(min_rows=10)
     assert not kept.drop and vector_indexes.existing() == {world.acme.pk}
-    # ... under half of 20: dropped.
+    # ... under half of 20: dropped, both kinds.
     dropped = vector_indexes.sync_tenant_indexes(min_rows=20)
     assert [org for org, _ in dropped.drop] == [world.acme.pk]
     assert vector_indexes.existing() == set()
+    assert vector_indexes.GIN_PREFIX not in _lexical_plan(world.principal("agent_a"), "office")
+
+
+def test_a_tenant_indexed_before_the_gin_indexes_gets_its_gin_index(
+    world, cleanup_indexes
+):
+    from config.db import roles
+
+    _stock(world.principal("agent_a"), TEXTS)
+    vector_indexes.sync_tenant_indexes(min_rows=5)
+    with roles.owner_mode(connection), connection.cursor() as c:
+        c.execute(f"DROP INDEX {vector_indexes.gin_index_name(world.acme.pk)}")
+    assert vector_indexes.existing() == set()
+    todo = vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert [org for org, _ in todo.create] == [world.acme.pk]
+    assert vector_indexes.existing() == {world.acme.pk}
 
 
 def test_an_index_left_invalid_by_a_failed_build_is_rebuilt(world, cleanup_indexes):
