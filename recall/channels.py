@@ -125,7 +125,8 @@ def lexical_channel(
         return []
     where, params = eligibility_sql(scope)
     population = _population(scope)
-    probe, exact, floors = terms, [None] * len(terms), [None] * len(terms)
+    none: list[float | None] = [None] * len(terms)
+    probe, exact, floors = terms, none, list(none)
     if population > candidate_cap:
         probe, exact, floors = probe_terms(
             scope, terms, population, candidate_cap=candidate_cap
@@ -214,9 +215,11 @@ def probe_terms(
         rare = [t for t in terms if 0 < df[t] <= threshold]
         if not rare:  # every term is common (or absent): the least common one probes
             rare = [min(terms, key=lambda t: (df[t] == 0, df[t]))]
-        exact = [float(df[t]) if df[t] <= threshold else None for t in terms]
-        floors = [None if df[t] <= threshold else float(df[t]) for t in terms]
-        return rare, exact, floors
+        return (
+            rare,
+            [float(df[t]) if df[t] <= threshold else None for t in terms],
+            [None if df[t] <= threshold else float(df[t]) for t in terms],
+        )
     scale = min(1.0, population / stats.rows) if stats.rows else 1.0
     est = {t: n * scale for t, n in stats.df.items()}
     # A term absent when counted may be new since: it probes (an index lookup).

@@ -250,7 +250,9 @@ class TermFrequency(models.Model):
     """
 
     org = models.ForeignKey(
-        "accounts.Organization", on_delete=models.CASCADE, related_name="+",
+        "accounts.Organization",
+        on_delete=models.CASCADE,
+        related_name="+",
         db_index=False,
     )
     tier = models.CharField(max_length=16)
@@ -269,10 +271,12 @@ class TermFrequency(models.Model):
 
 
 class TermStats(models.Model):
-    """When an org's term frequencies were counted, and its active rows per tier then."""
+    """When an org's term frequencies were counted; its active rows per tier then."""
 
     org = models.OneToOneField(
-        "accounts.Organization", on_delete=models.CASCADE, primary_key=True,
+        "accounts.Organization",
+        on_delete=models.CASCADE,
+        primary_key=True,
         related_name="+",
     )
     tier_rows = models.JSONField(default=dict)

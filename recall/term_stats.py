@@ -1,4 +1,4 @@
-"""Per-org, per-tier document frequencies of full-text lexemes (the lexical channel's IDF).
+"""Per-org, per-tier document frequencies of full-text lexemes (lexical IDF).
 
 In a tenant of more rows than the lexical channel's candidate cap, recall must know
 which query terms are rare (they find candidates) and how common the others are (their
@@ -52,7 +52,9 @@ def _active_rows() -> dict[int, int]:
         return {int(org): int(n) for org, n in c.fetchall()}
 
 
-def refresh(org_ids: Sequence[int] | None = None, *, min_rows: int | None = None) -> dict[int, float]:
+def refresh(
+    org_ids: Sequence[int] | None = None, *, min_rows: int | None = None
+) -> dict[int, float]:
     """Recount the term frequencies of ``org_ids`` (default: every org with at least
     ``min_rows`` active rows; orgs that fell under it lose theirs). Returns the
     seconds each recount took. Runs in the maintenance ("system") scope of workers and
@@ -68,9 +70,7 @@ def refresh(org_ids: Sequence[int] | None = None, *, min_rows: int | None = None
     if org_ids is None:
         org_ids = sorted(o for o, n in rows.items() if n >= threshold)
         stale = TermStats.objects.exclude(org_id__in=org_ids)
-        TermFrequency.objects.filter(
-            org_id__in=stale.values("org_id")
-        ).delete()
+        TermFrequency.objects.filter(org_id__in=stale.values("org_id")).delete()
         stale.delete()
     for org in org_ids:
         started = time.perf_counter()
@@ -105,7 +105,9 @@ def refresh(org_ids: Sequence[int] | None = None, *, min_rows: int | None = None
     return done
 
 
-def lookup(org_id: int, tiers: Sequence[str], terms: Sequence[str]) -> Frequencies | None:
+def lookup(
+    org_id: int, tiers: Sequence[str], terms: Sequence[str]
+) -> Frequencies | None:
     """The counted frequencies of ``terms`` in ``tiers`` of ``org_id``, or None when
     the org has no statistics. One statement: the org's marker row and the terms'
     lexemes (``to_tsvector('english', term)``, as the index holds them).
@@ -118,7 +120,8 @@ def lookup(org_id: int, tiers: Sequence[str], terms: Sequence[str]) -> Frequenci
     with connection.cursor() as c:
         c.execute(
             "SELECT t, coalesce((SELECT sum(f.df) FROM recall_termfrequency f "
-            "  WHERE f.org_id = s.org_id AND f.tier = ANY(%s) AND f.term = l.lexeme), 0), "
+            "  WHERE f.org_id = s.org_id AND f.tier = ANY(%s) "
+            "    AND f.term = l.lexeme), 0), "
             " (SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(s.tier_rows) "
             "  WHERE key = ANY(%s)), l.lexeme IS NOT NULL "
             "FROM recall_termstats s CROSS JOIN unnest(%s::text[]) AS t "

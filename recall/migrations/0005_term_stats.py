@@ -23,36 +23,68 @@ BACKWARD = [
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0004_rls_initplan'),
-        ('recall', '0004_working_memory_rls'),
+        ("accounts", "0004_rls_initplan"),
+        ("recall", "0004_working_memory_rls"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TermStats',
+            name="TermStats",
             fields=[
-                ('org', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='accounts.organization')),
-                ('tier_rows', models.JSONField(default=dict)),
-                ('refreshed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('seconds', models.FloatField(default=0.0)),
+                (
+                    "org",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="+",
+                        serialize=False,
+                        to="accounts.organization",
+                    ),
+                ),
+                ("tier_rows", models.JSONField(default=dict)),
+                (
+                    "refreshed_at",
+                    models.DateTimeField(default=django.utils.timezone.now),
+                ),
+                ("seconds", models.FloatField(default=0.0)),
             ],
             options={
-                'verbose_name_plural': 'term stats',
+                "verbose_name_plural": "term stats",
             },
         ),
         migrations.CreateModel(
-            name='TermFrequency',
+            name="TermFrequency",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tier', models.CharField(max_length=16)),
-                ('term', models.TextField()),
-                ('df', models.PositiveIntegerField()),
-                ('org', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("tier", models.CharField(max_length=16)),
+                ("term", models.TextField()),
+                ("df", models.PositiveIntegerField()),
+                (
+                    "org",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('org', 'tier', 'term'), name='termfrequency_org_tier_term')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("org", "tier", "term"),
+                        name="termfrequency_org_tier_term",
+                    )
+                ],
             },
         ),
         migrations.RunSQL(sql="\n".join(FORWARD), reverse_sql="\n".join(BACKWARD)),

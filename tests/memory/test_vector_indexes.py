@@ -117,7 +117,9 @@ def test_index_dropped_when_tenant_shrinks_below_half(world, cleanup_indexes):
     dropped = vector_indexes.sync_tenant_indexes(min_rows=20)
     assert [org for org, _ in dropped.drop] == [world.acme.pk]
     assert vector_indexes.existing() == set()
-    assert vector_indexes.GIN_PREFIX not in _lexical_plan(world.principal("agent_a"), "office")
+    assert vector_indexes.GIN_PREFIX not in _lexical_plan(
+        world.principal("agent_a"), "office"
+    )
 
 
 def test_a_tenant_indexed_before_the_gin_indexes_gets_its_gin_index(

@@ -1,4 +1,4 @@
-"""Counted term frequencies: what refresh counts, and the lexical channel reading them."""
+"""Counted term frequencies: what refresh counts; the lexical channel reading them."""
 
 from __future__ import annotations
 
@@ -67,7 +67,9 @@ def test_refresh_counts_active_rows_per_org_and_tier(world):
     assert df["project"] == 39 and df["zeppelin"] == 2  # bob's private row counts
     got = term_stats.lookup(world.acme.pk, ["raw"], ["zeppelin", "the", "nowhere"])
     assert got is not None
-    assert got.df == {"zeppelin": 2, "nowhere": 0} and got.rows == 40  # "the": stop word
+    assert (
+        got.df == {"zeppelin": 2, "nowhere": 0} and got.rows == 40
+    )  # "the": stop word
     assert term_stats.lookup(world.acme.pk, ["semantic"], ["zeppelin"]).df == {
         "zeppelin": 0
     }
@@ -104,7 +106,9 @@ def test_the_lexical_channel_over_the_cap_ranks_the_same_with_counted_stats(worl
     # Bob's private row is counted in the org's statistics but never returned.
     assert secret.pk not in {
         h.memory_id
-        for h in channels.lexical_channel(scope, ["zeppelin", "budget"], k=50, candidate_cap=10)
+        for h in channels.lexical_channel(
+            scope, ["zeppelin", "budget"], k=50, candidate_cap=10
+        )
     }
     # Rare terms whose rows do not fit among the candidates get the counted estimate.
     _, exact, _ = channels.probe_terms(scope, ["zeppelin"], 40, candidate_cap=1)

@@ -19,7 +19,8 @@ class Command(BaseCommand):
             "--min-rows",
             type=int,
             default=None,
-            help=f"default: MNEMO_TERM_STATS_MIN_ROWS ({settings.MNEMO_TERM_STATS_MIN_ROWS})",
+            help="default: MNEMO_TERM_STATS_MIN_ROWS "
+            f"({settings.MNEMO_TERM_STATS_MIN_ROWS})",
         )
         parser.add_argument(
             "--org", type=int, action="append", help="org id (repeatable)"
