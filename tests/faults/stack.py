@@ -110,8 +110,13 @@ class Stack:
                     return
             except OSError as exc:
                 status = f"{type(exc).__name__}"
+            if self.web.poll() is not None:
+                break  # it exited (a taken port, a settings error): no use waiting
             time.sleep(0.2)  # also after a non-200 answer (no busy loop)
-        raise AssertionError(f"the web process did not start (last: {status})")
+        raise AssertionError(
+            f"the web process did not start (last: {status}, "
+            f"exit code: {self.web.poll()})"
+        )
 
     def call(
         self,

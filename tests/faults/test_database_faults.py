@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.stack import Stack
+from tests.faults.stack import Stack, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -198,7 +198,9 @@ def test_backup_and_restore_drill_keeps_rows_checksums_and_recall(
     restored.__dict__.update(stack.__dict__)
     restored.db_name = "mnemo_restored"
     restored.env = {**stack.env, "MNEMO_DB_NAME": "mnemo_restored"}
-    restored.port = stack.port + 1 if stack.port < 65000 else stack.port - 1
+    # A port of its own: the neighbour of the first stack's may be taken (it was
+    # once, and this drill failed with 60 s of refused connections).
+    restored.port = free_port()
     restored.web = None
     restored.start_web()
     try:
