@@ -42,12 +42,7 @@ _GIN_NAME = re.compile(rf"^{GIN_PREFIX}(\d+)$")
 # that tenant); with this one the same query took 0.4 ms.
 KNOWLEDGE_GIN_PREFIX = "memory_gink_org_"
 _KNOWLEDGE_GIN_NAME = re.compile(rf"^{KNOWLEDGE_GIN_PREFIX}(\d+)$")
-# And an HNSW graph of the knowledge tiers alone: phase 1's filtered scan of the
-# tenant's whole graph (a tenth of its rows pass the tier filter) took 52 ms mean,
-# 154 ms p95 for the 220k-row tenant at 1M.
-KNOWLEDGE_PREFIX = "memory_hnswk_org_"
-_KNOWLEDGE_NAME = re.compile(rf"^{KNOWLEDGE_PREFIX}(\d+)$")
-_KINDS = (_NAME, _GIN_NAME, _KNOWLEDGE_GIN_NAME, _KNOWLEDGE_NAME)
+_KINDS = (_NAME, _GIN_NAME, _KNOWLEDGE_GIN_NAME)
 
 
 # The shared index has ef_construction 64 (memory/migrations/0002_initial.py). A
@@ -78,16 +73,11 @@ def knowledge_gin_index_name(org_id: int) -> str:
     return f"{KNOWLEDGE_GIN_PREFIX}{int(org_id)}"
 
 
-def knowledge_index_name(org_id: int) -> str:
-    return f"{KNOWLEDGE_PREFIX}{int(org_id)}"
-
-
 def _names(org_id: int) -> dict[re.Pattern[str], str]:
     return {
         _NAME: index_name(org_id),
         _GIN_NAME: gin_index_name(org_id),
         _KNOWLEDGE_GIN_NAME: knowledge_gin_index_name(org_id),
-        _KNOWLEDGE_NAME: knowledge_index_name(org_id),
     }
 
 
@@ -107,9 +97,6 @@ def _create_sql(org_id: int) -> list[str]:
         f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_gin_index_name(org)} "
         "ON memory_memory USING gin (search) WITH (fastupdate = off) "
         f"WHERE org_id = {org} AND tier IN ({tiers})",
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_index_name(org)} "
-        "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
-        f"WITH ({HNSW_WITH}) WHERE org_id = {org} AND tier IN ({tiers})",
     ]
 
 
