@@ -36,15 +36,6 @@ _NAME = re.compile(rf"^{PREFIX}(\d+)$")
 # session 7).
 GIN_PREFIX = "memory_gin_org_"
 _GIN_NAME = re.compile(rf"^{GIN_PREFIX}(\d+)$")
-# And one over its knowledge tiers alone (phase 1 of the cascade): the planner never
-# ANDs two indexes that both use ``org_id = N``, so with the org-wide ones phase 1
-# still read the shared GIN (180k posting entries, 65-69 ms for a four-term query of
-# that tenant); with this one the same query took 0.4 ms.
-KNOWLEDGE_GIN_PREFIX = "memory_gink_org_"
-_KNOWLEDGE_GIN_NAME = re.compile(rf"^{KNOWLEDGE_GIN_PREFIX}(\d+)$")
-_KINDS = (_NAME, _GIN_NAME, _KNOWLEDGE_GIN_NAME)
-
-
 # The shared index has ef_construction 64 (memory/migrations/0002_initial.py). A
 # tenant's own graph is small enough to build better: for the 22k-row tenant at 100k
 # rows, recall@10 against exact search (100 off-tenant queries) went from 0.946 / 0.973
@@ -69,37 +60,6 @@ def gin_index_name(org_id: int) -> str:
     return f"{GIN_PREFIX}{int(org_id)}"
 
 
-def knowledge_gin_index_name(org_id: int) -> str:
-    return f"{KNOWLEDGE_GIN_PREFIX}{int(org_id)}"
-
-
-def _names(org_id: int) -> dict[re.Pattern[str], str]:
-    return {
-        _NAME: index_name(org_id),
-        _GIN_NAME: gin_index_name(org_id),
-        _KNOWLEDGE_GIN_NAME: knowledge_gin_index_name(org_id),
-    }
-
-
-def _create_sql(org_id: int) -> list[str]:
-    """The statements that build ``org_id``'s partial indexes (each IF NOT EXISTS)."""
-    from recall.types import PHASE_TIERS
-
-    org = int(org_id)
-    tiers = ", ".join(f"'{t}'" for t in PHASE_TIERS[1])
-    return [
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
-        "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
-        f"WITH ({HNSW_WITH}) WHERE org_id = {org}",
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {gin_index_name(org)} "
-        "ON memory_memory USING gin (search) WITH (fastupdate = off) "
-        f"WHERE org_id = {org}",
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_gin_index_name(org)} "
-        "ON memory_memory USING gin (search) WITH (fastupdate = off) "
-        f"WHERE org_id = {org} AND tier IN ({tiers})",
-    ]
-
-
 def build_memory(rows: int) -> str:
     """``maintenance_work_mem`` for building an HNSW index over ``rows`` rows.
 
@@ -118,21 +78,28 @@ def _indexes(pattern: re.Pattern[str] = _NAME) -> dict[int, bool]:
         c.execute(
             "SELECT c.relname, i.indisvalid FROM pg_index i "
             "JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'memory_memory'::regclass"
+            "WHERE i.indrelid = 'memory_memory'::regclass "
+            "AND (c.relname LIKE %s OR c.relname LIKE %s)",
+            [PREFIX + "%", GIN_PREFIX + "%"],
         )
         rows = c.fetchall()
     return {int(m.group(1)): bool(ok) for n, ok in rows if (m := pattern.match(n))}
 
 
 def existing() -> set[int]:
-    """Org ids that have all their partial indexes, valid, now."""
-    kinds = [_indexes(kind) for kind in _KINDS]
-    return {org for org, ok in kinds[0].items() if all(k.get(org) for k in kinds)}
+    """Org ids that have both usable (valid) partial indexes now."""
+    hnsw, gin = _indexes(_NAME), _indexes(_GIN_NAME)
+    return {org for org, ok in hnsw.items() if ok and gin.get(org)}
 
 
 def invalid() -> set[int]:
     """Org ids with a partial index left invalid by a failed build."""
-    return {org for kind in _KINDS for org, ok in _indexes(kind).items() if not ok}
+    return {
+        org
+        for kind in (_NAME, _GIN_NAME)
+        for org, ok in _indexes(kind).items()
+        if not ok
+    }
 
 
 def _embedded_rows() -> dict[int, int]:
@@ -155,7 +122,7 @@ def plan(min_rows: int | None = None) -> IndexPlan:
     have = existing()
     # An org with one kind only (an install from before the GIN indexes) is completed
     # by ``create`` (IF NOT EXISTS skips the one it has) or loses it with ``drop``.
-    some = {o for kind in _KINDS for o, ok in _indexes(kind).items() if ok}
+    some = {o for o, ok in {**_indexes(_NAME), **_indexes(_GIN_NAME)}.items() if ok}
     out = IndexPlan()
     for org, n in sorted(rows.items()):
         if n >= threshold and org not in have:
@@ -187,25 +154,32 @@ def sync_tenant_indexes(
             # 220k-row tenant of the 1M benchmark outlasted the 30 s default, and the
             # cancelled concurrent build left an invalid index behind).
             c.execute("SET statement_timeout = 0")
-            for kind in _KINDS:
+            for kind, name in ((_NAME, index_name), (_GIN_NAME, gin_index_name)):
                 for org, ok in sorted(_indexes(kind).items()):
                     if ok:
                         continue
-                    name = _names(org)[kind]
-                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-                    logger.warning("dropped invalid %s (a failed build)", name)
+                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name(org)}")
+                    logger.warning("dropped invalid %s (a failed build)", name(org))
                     if org not in todo.rebuilt:
                         todo.rebuilt.append(org)
             for org, n in todo.create:
                 started = time.perf_counter()
                 c.execute(f"SET maintenance_work_mem = '{build_memory(n)}'")
-                for statement in _create_sql(org):
-                    c.execute(statement)
+                c.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
+                    "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
+                    f"WITH ({HNSW_WITH}) WHERE org_id = {int(org)}"
+                )
+                c.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {gin_index_name(org)} "
+                    "ON memory_memory USING gin (search) WITH (fastupdate = off) "
+                    f"WHERE org_id = {int(org)}"
+                )
                 todo.built_s[org] = round(time.perf_counter() - started, 2)
                 logger.info("built %s over %d rows", index_name(org), n)
             for org, n in todo.drop:
-                for name in _names(org).values():
-                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(org)}")
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {gin_index_name(org)}")
                 logger.info("dropped %s (%d rows left)", index_name(org), n)
             if todo.create or todo.drop:
                 c.execute("ANALYZE memory_memory")
