@@ -1,4 +1,4 @@
-"""Per-tenant partial HNSW indexes for organisations that hold many rows.
+"""Per-tenant partial HNSW (and GIN) indexes for organisations that hold many rows.
 
 One HNSW index over every org serves small tenants well (the planner scans their few
 rows exactly) and fails mid-size and large ones: a filtered scan walks the shared graph

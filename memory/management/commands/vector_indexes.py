@@ -8,7 +8,8 @@ from memory import vector_indexes
 
 class Command(BaseCommand):
     help = (
-        "Create a partial HNSW index for every org with at least --min-rows embedded "
+        "Create a partial HNSW and a partial GIN index for every org with at least "
+        "--min-rows embedded "
         "rows (and drop those of orgs under half of it). Idempotent; builds "
         "concurrently, so writes go on."
     )
