@@ -277,6 +277,12 @@ MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
 # Orgs with at least this many embedded rows get a partial HNSW index of their own
 # (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h).
 MNEMO_TENANT_HNSW_MIN_ROWS = env_int("MNEMO_TENANT_HNSW_MIN_ROWS", 5000)
+# Of those, orgs with at least this many also get a GIN and an HNSW index over their
+# knowledge tiers (cascade phase 1); every partial index costs planning time on every
+# statement, so only the largest tenants get them (docs/benchmarks.md, session 7).
+MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS = env_int(
+    "MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS", 100_000
+)
 # Orgs with at least this many active rows get counted full-text term frequencies
 # (recall/term_stats.py; `manage.py term_stats`, beat hourly). The lexical channel's
 # candidate cap (2,000) is where it starts to need them.

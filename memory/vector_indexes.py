@@ -36,6 +36,32 @@ _NAME = re.compile(rf"^{PREFIX}(\d+)$")
 # session 7).
 GIN_PREFIX = "memory_gin_org_"
 _GIN_NAME = re.compile(rf"^{GIN_PREFIX}(\d+)$")
+# And one over its knowledge tiers alone (phase 1 of the cascade): the planner never
+# ANDs two indexes that both use ``org_id = N``, so with the org-wide ones phase 1
+# still read the shared GIN (180k posting entries, 65-69 ms for a four-term query of
+# that tenant); with this one the same query took 0.4 ms.
+KNOWLEDGE_GIN_PREFIX = "memory_gink_org_"
+_KNOWLEDGE_GIN_NAME = re.compile(rf"^{KNOWLEDGE_GIN_PREFIX}(\d+)$")
+# And an HNSW graph of the knowledge tiers alone: phase 1's filtered scan of the
+# tenant's whole graph (a tenth of its rows pass the tier filter) took 52 ms mean,
+# 154 ms p95 for the 220k-row tenant at 1M.
+KNOWLEDGE_PREFIX = "memory_hnswk_org_"
+_KNOWLEDGE_NAME = re.compile(rf"^{KNOWLEDGE_PREFIX}(\d+)$")
+_KINDS = (_NAME, _GIN_NAME, _KNOWLEDGE_GIN_NAME, _KNOWLEDGE_NAME)
+_BASE_KINDS = (_NAME, _GIN_NAME)
+# Only the largest tenants get the two knowledge-tier indexes: PostgreSQL proves every
+# partial index's predicate while planning every statement on the table, and with two
+# of them for each of the 44 tenants of the 1M corpus planning a one-tenant query went
+# from 0.39 to 1.59 ms, which slowed every stage of a recall (docs/benchmarks.md,
+# session 7). ``MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS`` (100k: two tenants at 1M).
+
+
+def _kinds_for(rows: int) -> tuple[re.Pattern[str], ...]:
+    """The partial indexes a tenant of ``rows`` embedded rows gets."""
+    big = rows >= int(settings.MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS)
+    return _KINDS if big else _BASE_KINDS
+
+
 # The shared index has ef_construction 64 (memory/migrations/0002_initial.py). A
 # tenant's own graph is small enough to build better: for the 22k-row tenant at 100k
 # rows, recall@10 against exact search (100 off-tenant queries) went from 0.946 / 0.973
@@ -50,6 +76,7 @@ class IndexPlan:
     keep: list[tuple[int, int]] = field(default_factory=list)
     built_s: dict[int, float] = field(default_factory=dict)
     rebuilt: list[int] = field(default_factory=list)  # invalid indexes dropped first
+    trim: list[tuple[int, int]] = field(default_factory=list)  # knowledge ones dropped
 
 
 def index_name(org_id: int) -> str:
@@ -58,6 +85,47 @@ def index_name(org_id: int) -> str:
 
 def gin_index_name(org_id: int) -> str:
     return f"{GIN_PREFIX}{int(org_id)}"
+
+
+def knowledge_gin_index_name(org_id: int) -> str:
+    return f"{KNOWLEDGE_GIN_PREFIX}{int(org_id)}"
+
+
+def knowledge_index_name(org_id: int) -> str:
+    return f"{KNOWLEDGE_PREFIX}{int(org_id)}"
+
+
+def _names(org_id: int) -> dict[re.Pattern[str], str]:
+    return {
+        _NAME: index_name(org_id),
+        _GIN_NAME: gin_index_name(org_id),
+        _KNOWLEDGE_GIN_NAME: knowledge_gin_index_name(org_id),
+        _KNOWLEDGE_NAME: knowledge_index_name(org_id),
+    }
+
+
+def _create_sql(org_id: int, rows: int) -> list[str]:
+    """The statements that build the partial indexes of ``org_id``, a tenant of
+    ``rows`` rows (each IF NOT EXISTS)."""
+    from recall.types import PHASE_TIERS
+
+    org = int(org_id)
+    tiers = ", ".join(f"'{t}'" for t in PHASE_TIERS[1])
+    statements = [
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
+        "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
+        f"WITH ({HNSW_WITH}) WHERE org_id = {org}",
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {gin_index_name(org)} "
+        "ON memory_memory USING gin (search) WITH (fastupdate = off) "
+        f"WHERE org_id = {org}",
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_gin_index_name(org)} "
+        "ON memory_memory USING gin (search) WITH (fastupdate = off) "
+        f"WHERE org_id = {org} AND tier IN ({tiers})",
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_index_name(org)} "
+        "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
+        f"WITH ({HNSW_WITH}) WHERE org_id = {org} AND tier IN ({tiers})",
+    ]
+    return statements if _kinds_for(rows) == _KINDS else statements[:2]
 
 
 def build_memory(rows: int) -> str:
@@ -78,28 +146,27 @@ def _indexes(pattern: re.Pattern[str] = _NAME) -> dict[int, bool]:
         c.execute(
             "SELECT c.relname, i.indisvalid FROM pg_index i "
             "JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'memory_memory'::regclass "
-            "AND (c.relname LIKE %s OR c.relname LIKE %s)",
-            [PREFIX + "%", GIN_PREFIX + "%"],
+            "WHERE i.indrelid = 'memory_memory'::regclass"
         )
         rows = c.fetchall()
     return {int(m.group(1)): bool(ok) for n, ok in rows if (m := pattern.match(n))}
 
 
 def existing() -> set[int]:
-    """Org ids that have both usable (valid) partial indexes now."""
-    hnsw, gin = _indexes(_NAME), _indexes(_GIN_NAME)
-    return {org for org, ok in hnsw.items() if ok and gin.get(org)}
+    """Org ids that have their own HNSW and GIN indexes, valid, now."""
+    kinds = [_indexes(kind) for kind in _BASE_KINDS]
+    return {org for org, ok in kinds[0].items() if all(k.get(org) for k in kinds)}
+
+
+def with_knowledge_indexes() -> set[int]:
+    """Org ids that also have valid knowledge-tier indexes."""
+    kinds = [_indexes(kind) for kind in _KINDS]
+    return {org for org, ok in kinds[0].items() if all(k.get(org) for k in kinds)}
 
 
 def invalid() -> set[int]:
     """Org ids with a partial index left invalid by a failed build."""
-    return {
-        org
-        for kind in (_NAME, _GIN_NAME)
-        for org, ok in _indexes(kind).items()
-        if not ok
-    }
+    return {org for kind in _KINDS for org, ok in _indexes(kind).items() if not ok}
 
 
 def _embedded_rows() -> dict[int, int]:
@@ -119,18 +186,24 @@ def plan(min_rows: int | None = None) -> IndexPlan:
     if threshold < 1:
         raise ValueError("min_rows must be at least 1")
     rows = _embedded_rows()
-    have = existing()
-    # An org with one kind only (an install from before the GIN indexes) is completed
-    # by ``create`` (IF NOT EXISTS skips the one it has) or loses it with ``drop``.
-    some = {o for o, ok in {**_indexes(_NAME), **_indexes(_GIN_NAME)}.items() if ok}
+    valid = {kind: _indexes(kind) for kind in _KINDS}
+    # An org missing a kind it should have (an install from before the GIN indexes, a
+    # tenant grown past the knowledge-index size) is completed by ``create`` (IF NOT
+    # EXISTS skips what it has); one under half of a threshold loses what it is for.
+    some = {o for kind in _BASE_KINDS for o, ok in valid[kind].items() if ok}
     out = IndexPlan()
     for org, n in sorted(rows.items()):
-        if n >= threshold and org not in have:
+        if n >= threshold and not all(valid[k].get(org) for k in _kinds_for(n)):
             out.create.append((org, n))
+    knowledge_min = int(settings.MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS)
+    for org in sorted(set(valid[_KNOWLEDGE_NAME]) | set(valid[_KNOWLEDGE_GIN_NAME])):
+        if rows.get(org, 0) < knowledge_min / 2:
+            out.trim.append((org, rows.get(org, 0)))
+    created = {o for o, _ in out.create}
     for org in sorted(some):
         n = rows.get(org, 0)
-        if org not in have and n >= threshold:
-            continue  # in create
+        if org in created:
+            continue
         if n < threshold / 2:
             out.drop.append((org, n))
         else:
@@ -154,33 +227,29 @@ def sync_tenant_indexes(
             # 220k-row tenant of the 1M benchmark outlasted the 30 s default, and the
             # cancelled concurrent build left an invalid index behind).
             c.execute("SET statement_timeout = 0")
-            for kind, name in ((_NAME, index_name), (_GIN_NAME, gin_index_name)):
+            for kind in _KINDS:
                 for org, ok in sorted(_indexes(kind).items()):
                     if ok:
                         continue
-                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name(org)}")
-                    logger.warning("dropped invalid %s (a failed build)", name(org))
+                    name = _names(org)[kind]
+                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                    logger.warning("dropped invalid %s (a failed build)", name)
                     if org not in todo.rebuilt:
                         todo.rebuilt.append(org)
             for org, n in todo.create:
                 started = time.perf_counter()
                 c.execute(f"SET maintenance_work_mem = '{build_memory(n)}'")
-                c.execute(
-                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
-                    "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
-                    f"WITH ({HNSW_WITH}) WHERE org_id = {int(org)}"
-                )
-                c.execute(
-                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {gin_index_name(org)} "
-                    "ON memory_memory USING gin (search) WITH (fastupdate = off) "
-                    f"WHERE org_id = {int(org)}"
-                )
+                for statement in _create_sql(org, n):
+                    c.execute(statement)
                 todo.built_s[org] = round(time.perf_counter() - started, 2)
                 logger.info("built %s over %d rows", index_name(org), n)
             for org, n in todo.drop:
-                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(org)}")
-                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {gin_index_name(org)}")
+                for name in _names(org).values():
+                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                 logger.info("dropped %s (%d rows left)", index_name(org), n)
-            if todo.create or todo.drop:
+            for org, _ in todo.trim:
+                for name in (knowledge_gin_index_name(org), knowledge_index_name(org)):
+                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            if todo.create or todo.drop or todo.trim:
                 c.execute("ANALYZE memory_memory")
     return todo

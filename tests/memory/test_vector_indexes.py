@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from memory import services, vector_indexes
 from recall import channels
 from recall.scope import Scope
+from recall.types import PHASE_TIERS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,8 +39,8 @@ def cleanup_indexes():
 
     with roles.owner_mode(connection), connection.cursor() as c:
         for org in vector_indexes.existing() | vector_indexes.invalid():
-            c.execute(f"DROP INDEX IF EXISTS {vector_indexes.index_name(org)}")
-            c.execute(f"DROP INDEX IF EXISTS {vector_indexes.gin_index_name(org)}")
+            for name in vector_indexes._names(org).values():
+                c.execute(f"DROP INDEX IF EXISTS {name}")
 
 
 def _vector_ids(principal, query):
@@ -52,12 +53,12 @@ def _vector_ids(principal, query):
         return [h.memory_id for h in channels.vector_channel(scope, vec, k=4)]
 
 
-def _plan(principal, query):
+def _plan(principal, query, tiers=("raw",)):
     from memory import embeddings
 
     vec = embeddings.embed_queries([query])[0]
     v = "[" + ",".join(f"{x:.6f}" for x in vec.tolist()) + "]"
-    where, params = channels.eligibility_sql(Scope(principal=principal, tiers=("raw",)))
+    where, params = channels.eligibility_sql(Scope(principal=principal, tiers=tiers))
     with transaction.atomic(), connection.cursor() as c:
         # A tiny table is cheaper to scan exactly; make the planner pick an index.
         c.execute("SET LOCAL enable_seqscan = off")
@@ -74,7 +75,9 @@ def _plan(principal, query):
 def _lexical_plan(principal, term):
     where, params = channels.eligibility_sql(Scope(principal=principal, tiers=("raw",)))
     with transaction.atomic(), connection.cursor() as c:
+        # A tiny table: make the planner pick a bitmap over some index.
         c.execute("SET LOCAL enable_seqscan = off")
+        c.execute("SET LOCAL enable_indexscan = off")
         c.execute(
             f"EXPLAIN SELECT m.id FROM memory_memory m WHERE {where} "
             "AND m.search @@ to_tsquery('english', %s)",
@@ -83,7 +86,10 @@ def _lexical_plan(principal, term):
         return "\n".join(r[0] for r in c.fetchall())
 
 
-def test_large_tenant_gets_its_own_index_and_the_same_answers(world, cleanup_indexes):
+def test_large_tenant_gets_its_own_index_and_the_same_answers(
+    world, cleanup_indexes, settings
+):
+    settings.MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS = 5
     acme, globex = world.principal("agent_a"), world.principal("agent_globex")
     _stock(acme, TEXTS)
     _stock(globex, TEXTS[:2])
@@ -99,6 +105,21 @@ def test_large_tenant_gets_its_own_index_and_the_same_answers(world, cleanup_ind
     assert vector_indexes.index_name(world.acme.pk) in _plan(acme, query)
     # Its own full-text index too; Globex has neither: it never reads Acme's.
     assert vector_indexes.gin_index_name(world.acme.pk) in _lexical_plan(acme, "office")
+    # And one over its knowledge tiers (phase 1 of the cascade). On a table this small
+    # the planner prefers the (org_id, tier, status) index; at 1M it picks this one
+    # (docs/benchmarks.md, session 7), so here its definition is what is checked.
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT pg_get_indexdef(%s::regclass)",
+            [vector_indexes.knowledge_gin_index_name(world.acme.pk)],
+        )
+        definition = c.fetchone()[0]
+    assert "USING gin (search)" in definition
+    assert f"org_id = {world.acme.pk}" in definition
+    assert all(t in definition for t in PHASE_TIERS[1])
+    assert not any(t in definition for t in PHASE_TIERS[2])
+    knowledge = _plan(acme, query, tiers=PHASE_TIERS[1])
+    assert vector_indexes.knowledge_index_name(world.acme.pk) in knowledge
     assert vector_indexes.index_name(world.acme.pk) not in _plan(globex, query)
     assert vector_indexes.GIN_PREFIX not in _lexical_plan(globex, "office")
     # Idempotent: a second run keeps what is there.
@@ -197,3 +218,24 @@ def test_a_tenant_with_a_large_own_index_searches_wider(
     assert ef_after_probe(world.globex.pk) == channels.MIN_EF_SEARCH  # no own index
     monkeypatch.setattr(channels, "LARGE_TENANT_ROWS", 7)
     assert ef_after_probe(world.acme.pk) == channels.MIN_EF_SEARCH
+
+
+def test_knowledge_tier_indexes_only_for_the_largest_tenants(
+    world, cleanup_indexes, settings
+):
+    _stock(world.principal("agent_a"), TEXTS)
+    settings.MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS = 100
+    vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert vector_indexes.existing() == {world.acme.pk}
+    assert vector_indexes.with_knowledge_indexes() == set()
+    # The tenant is now over the (lowered) line: the next sync adds them ...
+    settings.MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS = 6
+    grown = vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert [org for org, _ in grown.create] == [world.acme.pk]
+    assert vector_indexes.with_knowledge_indexes() == {world.acme.pk}
+    # ... and once it is under half of it, they go; its own HNSW and GIN stay.
+    settings.MNEMO_TENANT_KNOWLEDGE_INDEX_MIN_ROWS = 20
+    shrunk = vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert [org for org, _ in shrunk.trim] == [world.acme.pk] and not shrunk.drop
+    assert vector_indexes.with_knowledge_indexes() == set()
+    assert vector_indexes.existing() == {world.acme.pk}
