@@ -111,21 +111,20 @@ def _create_sql(org_id: int, rows: int) -> list[str]:
 
     org = int(org_id)
     tiers = ", ".join(f"'{t}'" for t in PHASE_TIERS[1])
-    statements = [
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(org)} "
-        "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
-        f"WITH ({HNSW_WITH}) WHERE org_id = {org}",
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {gin_index_name(org)} "
-        "ON memory_memory USING gin (search) WITH (fastupdate = off) "
-        f"WHERE org_id = {org}",
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_gin_index_name(org)} "
-        "ON memory_memory USING gin (search) WITH (fastupdate = off) "
-        f"WHERE org_id = {org} AND tier IN ({tiers})",
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {knowledge_index_name(org)} "
-        "ON memory_memory USING hnsw (embedding vector_cosine_ops) "
-        f"WITH ({HNSW_WITH}) WHERE org_id = {org} AND tier IN ({tiers})",
+    hnsw = f"USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_WITH})"
+    gin = "USING gin (search) WITH (fastupdate = off)"
+    knowledge = f"org_id = {org} AND tier IN ({tiers})"
+    body = {
+        _NAME: f"{hnsw} WHERE org_id = {org}",
+        _GIN_NAME: f"{gin} WHERE org_id = {org}",
+        _KNOWLEDGE_GIN_NAME: f"{gin} WHERE {knowledge}",
+        _KNOWLEDGE_NAME: f"{hnsw} WHERE {knowledge}",
+    }
+    names = _names(org)
+    return [
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {names[k]} ON memory_memory {body[k]}"
+        for k in _kinds_for(rows)
     ]
-    return statements if _kinds_for(rows) == _KINDS else statements[:2]
 
 
 def build_memory(rows: int) -> str:
@@ -138,10 +137,9 @@ def build_memory(rows: int) -> str:
     return "1GB" if rows <= 400_000 else f"{-(-rows * 3 // 1_000_000)}GB"
 
 
-def _indexes(pattern: re.Pattern[str] = _NAME) -> dict[int, bool]:
-    """Org id -> whether its partial index (of the kind ``pattern`` names) is valid (a
-    failed concurrent build leaves an invalid index behind, which the planner never
-    uses)."""
+def _indexes() -> dict[re.Pattern[str], dict[int, bool]]:
+    """Per kind, org id -> whether its partial index is valid (a failed concurrent
+    build leaves an invalid index behind, which the planner never uses)."""
     with connection.cursor() as c:
         c.execute(
             "SELECT c.relname, i.indisvalid FROM pg_index i "
@@ -149,24 +147,30 @@ def _indexes(pattern: re.Pattern[str] = _NAME) -> dict[int, bool]:
             "WHERE i.indrelid = 'memory_memory'::regclass"
         )
         rows = c.fetchall()
-    return {int(m.group(1)): bool(ok) for n, ok in rows if (m := pattern.match(n))}
+    return {
+        kind: {int(m.group(1)): bool(ok) for n, ok in rows if (m := kind.match(n))}
+        for kind in _KINDS
+    }
+
+
+def _complete(kinds: tuple[re.Pattern[str], ...]) -> set[int]:
+    valid = _indexes()
+    return {org for org in valid[kinds[0]] if all(valid[k].get(org) for k in kinds)}
 
 
 def existing() -> set[int]:
     """Org ids that have their own HNSW and GIN indexes, valid, now."""
-    kinds = [_indexes(kind) for kind in _BASE_KINDS]
-    return {org for org, ok in kinds[0].items() if all(k.get(org) for k in kinds)}
+    return _complete(_BASE_KINDS)
 
 
 def with_knowledge_indexes() -> set[int]:
     """Org ids that also have valid knowledge-tier indexes."""
-    kinds = [_indexes(kind) for kind in _KINDS]
-    return {org for org, ok in kinds[0].items() if all(k.get(org) for k in kinds)}
+    return _complete(_KINDS)
 
 
 def invalid() -> set[int]:
     """Org ids with a partial index left invalid by a failed build."""
-    return {org for kind in _KINDS for org, ok in _indexes(kind).items() if not ok}
+    return {org for orgs in _indexes().values() for org, ok in orgs.items() if not ok}
 
 
 def _embedded_rows() -> dict[int, int]:
@@ -186,7 +190,7 @@ def plan(min_rows: int | None = None) -> IndexPlan:
     if threshold < 1:
         raise ValueError("min_rows must be at least 1")
     rows = _embedded_rows()
-    valid = {kind: _indexes(kind) for kind in _KINDS}
+    valid = _indexes()
     # An org missing a kind it should have (an install from before the GIN indexes, a
     # tenant grown past the knowledge-index size) is completed by ``create`` (IF NOT
     # EXISTS skips what it has); one under half of a threshold loses what it is for.
@@ -227,8 +231,8 @@ def sync_tenant_indexes(
             # 220k-row tenant of the 1M benchmark outlasted the 30 s default, and the
             # cancelled concurrent build left an invalid index behind).
             c.execute("SET statement_timeout = 0")
-            for kind in _KINDS:
-                for org, ok in sorted(_indexes(kind).items()):
+            for kind, orgs in _indexes().items():
+                for org, ok in sorted(orgs.items()):
                     if ok:
                         continue
                     name = _names(org)[kind]
@@ -248,8 +252,8 @@ def sync_tenant_indexes(
                     c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                 logger.info("dropped %s (%d rows left)", index_name(org), n)
             for org, _ in todo.trim:
-                for name in (knowledge_gin_index_name(org), knowledge_index_name(org)):
-                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                for kind in (_KNOWLEDGE_GIN_NAME, _KNOWLEDGE_NAME):
+                    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {_names(org)[kind]}")
             if todo.create or todo.drop or todo.trim:
                 c.execute("ANALYZE memory_memory")
     return todo

@@ -66,9 +66,8 @@ def refresh(
         settings.MNEMO_TERM_STATS_MIN_ROWS if min_rows is None else min_rows
     )
     done: dict[int, float] = {}
-    rows = _active_rows()
     if org_ids is None:
-        org_ids = sorted(o for o, n in rows.items() if n >= threshold)
+        org_ids = sorted(o for o, n in _active_rows().items() if n >= threshold)
         stale = TermStats.objects.exclude(org_id__in=org_ids)
         TermFrequency.objects.filter(org_id__in=stale.values("org_id")).delete()
         stale.delete()
