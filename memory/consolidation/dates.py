@@ -88,6 +88,13 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
     ("my", re.compile(rf"\b(?:in\s+)?{_MONTH}\s+(?:of\s+)?(\d{{4}})\b")),
+    # A day and month without a year ("March 3rd", "the 17th of June", "3 June"): the
+    # year that puts the date nearest the reference. "May" needs an ordinal or "of".
+    (
+        "dm",
+        re.compile(rf"\b(\d{{1,2}})(st|nd|rd|th)?\s+(of\s+)?{_MONTH}\b(?!\s*\d)"),
+    ),
+    ("md", re.compile(rf"\b{_MONTH}\.?\s+(\d{{1,2}})(st|nd|rd|th)?\b(?![:.,]?\d)")),
     ("day_before_yesterday", re.compile(r"\bthe day before yesterday\b")),
     ("yesterday", re.compile(r"\b(yesterday|last night)\b")),
     (
@@ -122,6 +129,19 @@ def _monday(d: date) -> date:
     return d - timedelta(days=d.weekday())
 
 
+def _nearest_year(month: int, day: int, ref: date) -> date:
+    """``month``/``day`` in the year nearest ``ref`` (its own, before or after)."""
+    options = []
+    for year in (ref.year - 1, ref.year, ref.year + 1):
+        try:
+            options.append(date(year, month, day))
+        except ValueError:
+            continue
+    if not options:
+        raise ValueError(f"no day {day} in month {month}")
+    return min(options, key=lambda d: (abs((d - ref).days), d))
+
+
 def _number(word: str) -> int:
     return int(word) if word.isdigit() else NUMBERS.get(word, 1)
 
@@ -136,6 +156,12 @@ def _resolve(kind: str, m: re.Match[str], ref: date) -> tuple[date, str] | None:
         return date(int(g[0]), int(g[1]), int(g[2])), "day"
     if kind == "my":
         return date(int(g[1]), MONTHS[g[0]], 1), "month"
+    if kind in ("dm", "md"):
+        day, suffix, month = (g[0], g[1], g[3]) if kind == "dm" else (g[1], g[2], g[0])
+        of = g[2] if kind == "dm" else None
+        if month == "may" and not (suffix or of):
+            return None  # "I may 2x" / "3 may be": the verb, not the month
+        return _nearest_year(MONTHS[month], int(day), ref), "day"
     if kind == "day_before_yesterday":
         return ref - timedelta(days=2), "day"
     if kind == "yesterday":

@@ -18,6 +18,19 @@ from memory.consolidation.types import MessageView, ObservationDraft
 from memory.entities import STOP_CAPITALS
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
+# A full stop after one of these, or after a single letter ("J. K. Rowling", "5 p.m.",
+# "e.g."), does not end a sentence ("Dr. Smith", "St. Louis").
+_ABBREVIATIONS = frozenset(
+    {
+        *("dr", "mr", "mrs", "ms", "mx", "prof", "st", "mt", "ft", "jr", "sr"),
+        *("sen", "rep", "gov", "gen", "col", "capt", "lt", "sgt", "rev", "fr"),
+        *("vs", "etc", "inc", "ltd", "co", "corp", "dept", "univ", "no", "approx"),
+        *("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct"),
+        *("nov", "dec", "mon", "tue", "tues", "wed", "thu", "thur", "thurs"),
+        *("fri", "sat", "sun", "est"),
+    }
+)
+_LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
 _WORD = re.compile(r"[A-Za-z0-9'’]+")
 _FIRST_PERSON = re.compile(
     r"\b(I|I'm|I’m|I've|I’ve|I'd|I’d|I'll|I’ll|my|me|we|our|us)\b"
@@ -82,9 +95,22 @@ def split_sentences(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) offsets of each sentence of ``text``, whitespace trimmed."""
     pos = 0
     for m in _SENTENCE_END.finditer(text):
+        if not m.group(0).startswith("\n") and not _ends_sentence(text, m):
+            continue
         yield from _trimmed(text, pos, m.start() + len(m.group(0).rstrip()))
         pos = m.end()
     yield from _trimmed(text, pos, len(text))
+
+
+def _ends_sentence(text: str, m: re.Match[str]) -> bool:
+    """Whether the punctuation before ``m`` ends a sentence (see _ABBREVIATIONS)."""
+    if text[m.start() - 1] != ".":
+        return True
+    word = _LAST_WORD.search(text, max(0, m.start() - 12), m.start())
+    if word is None:
+        return True
+    token = word.group(1)
+    return not (token.lower() in _ABBREVIATIONS or (len(token) == 1 and token != "I"))
 
 
 def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:

@@ -1,0 +1,72 @@
+"""The consolidation's text rules: sentence splitting and date resolution (pure)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from memory.consolidation.dates import annotate, resolve_dates
+from memory.consolidation.observations import split_sentences
+
+REF = date(2023, 3, 27)
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        (
+            "By the way, I saw my physician, Dr. Smith, on March 3rd. He said ok.",
+            [
+                "By the way, I saw my physician, Dr. Smith, on March 3rd.",
+                "He said ok.",
+            ],
+        ),
+        ("We flew to St. Louis with Mrs. Jones. It rained.", None),
+        ("I read J. K. Rowling. Good!", ["I read J. K. Rowling.", "Good!"]),
+        ("So do I. Yes.", ["So do I.", "Yes."]),
+        ('Wow! "Great." Then.', ["Wow!", '"Great."', "Then."]),
+        ("Dinner at 7 p.m. with Sam. Fun.", ["Dinner at 7 p.m. with Sam.", "Fun."]),
+        ("One line\nanother line", ["One line", "another line"]),
+    ],
+)
+def test_sentences_do_not_end_at_abbreviations_or_initials(text, sentences):
+    got = [text[a:b] for a, b in split_sentences(text)]
+    if sentences is None:
+        sentences = ["We flew to St. Louis with Mrs. Jones.", "It rained."]
+    assert got == sentences
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "granularity"),
+    [
+        ("I saw Dr. Smith on March 3rd", date(2023, 3, 3), "day"),
+        ("a BBQ on the 17th of June", date(2023, 6, 17), "day"),
+        ("a party on 3 June", date(2023, 6, 3), "day"),
+        ("my follow-up is on April 5th", date(2023, 4, 5), "day"),
+        ("we met on December 30th", date(2022, 12, 30), "day"),  # nearest, not ahead
+        ("on Jan 3", date(2023, 1, 3), "day"),
+        ("the 5th of May", date(2023, 5, 5), "day"),
+        ("May 5th", date(2023, 5, 5), "day"),
+        ("May 5, 2022", date(2022, 5, 5), "day"),
+        ("on 3 June 2021", date(2021, 6, 3), "day"),
+        ("in May 2023", date(2023, 5, 1), "month"),
+    ],
+)
+def test_day_and_month_without_a_year_take_the_nearest_year(text, value, granularity):
+    (found,) = resolve_dates(text, REF)
+    assert (found.value, found.granularity) == (value, granularity)
+
+
+@pytest.mark.parametrize(
+    "text", ["I may 2 times", "3 may be enough", "at June 12:30", "February 30th"]
+)
+def test_the_verb_may_times_and_impossible_days_are_not_dates(text):
+    assert resolve_dates(text, REF) == []
+
+
+def test_a_day_and_month_is_glossed_with_its_year():
+    text = "I saw Dr. Smith on March 3rd."
+    assert annotate(text, resolve_dates(text, REF)) == (
+        "I saw Dr. Smith on March 3rd (3 March 2023)."
+    )
