@@ -46,6 +46,9 @@ class ResolvedDate:
         }
 
 
+_SPECIFICITY = {"day": 0, "week": 1, "month": 2, "year": 3}
+
+
 @dataclass(frozen=True)
 class ObservationDraft:
     """A salient statement of one message, attributed and with dates made absolute."""
@@ -60,8 +63,16 @@ class ObservationDraft:
 
     @property
     def event_date(self) -> date | None:
-        """The one date the statement is about, when it names exactly one."""
-        return self.dates[0].value if len(self.dates) == 1 else None
+        """The date the statement is about: its most specific one, the first named
+        when several are as specific ("last Saturday, which was on the 17th of June"
+        -> that Saturday; "in 2019, on March 3rd" -> March 3rd). None without dates."""
+        if not self.dates:
+            return None
+        best = min(
+            enumerate(self.dates),
+            key=lambda pair: (_SPECIFICITY.get(pair[1].granularity, 9), pair[0]),
+        )
+        return best[1].value
 
 
 @dataclass(frozen=True)

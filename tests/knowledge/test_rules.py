@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -70,3 +70,30 @@ def test_a_day_and_month_is_glossed_with_its_year():
     assert annotate(text, resolve_dates(text, REF)) == (
         "I saw Dr. Smith on March 3rd (3 March 2023)."
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "event"),
+    [
+        ("I moved in 2019 and started the job on March 3rd.", date(2023, 3, 3)),
+        (
+            "I used it up last Saturday, which was on the 17th of June.",
+            date(2023, 3, 25),  # the first of two days named
+        ),
+        ("We went there last month.", date(2023, 2, 1)),
+        ("I love hiking.", None),
+    ],
+)
+def test_an_observation_is_dated_by_its_most_specific_date(text, event):
+    from memory.consolidation.observations import observe
+    from memory.consolidation.types import MessageView
+
+    message = MessageView(
+        id=1,
+        content=text,
+        speaker="Sam",
+        role="user",
+        occurred_at=datetime(2023, 3, 27, 12, tzinfo=UTC),
+    )
+    drafts = observe(message, min_salience=0)
+    assert [d.event_date for d in drafts] == [event]
