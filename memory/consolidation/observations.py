@@ -19,15 +19,15 @@ from memory.entities import STOP_CAPITALS
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
 # A full stop after one of these, or after a single letter ("J. K. Rowling", "5 p.m.",
-# "e.g."), does not end a sentence ("Dr. Smith", "St. Louis").
+# "e.g."), does not end a sentence ("Dr. Smith", "St. Louis"). Words that also end
+# sentences ("no", "sun", "sat", "wed") are not listed: "I said no." ends one.
 _ABBREVIATIONS = frozenset(
     {
         *("dr", "mr", "mrs", "ms", "mx", "prof", "st", "mt", "ft", "jr", "sr"),
         *("sen", "rep", "gov", "gen", "col", "capt", "lt", "sgt", "rev", "fr"),
-        *("vs", "etc", "inc", "ltd", "co", "corp", "dept", "univ", "no", "approx"),
+        *("vs", "etc", "inc", "ltd", "corp", "dept", "univ", "approx"),
         *("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct"),
-        *("nov", "dec", "mon", "tue", "tues", "wed", "thu", "thur", "thurs"),
-        *("fri", "sat", "sun", "est"),
+        *("nov", "dec", "mon", "tue", "tues", "thu", "thur", "thurs", "fri"),
     }
 )
 _LAST_WORD = re.compile(r"([A-Za-z]+)\.$")

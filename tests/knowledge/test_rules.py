@@ -25,6 +25,10 @@ REF = date(2023, 3, 27)
         ("We flew to St. Louis with Mrs. Jones. It rained.", None),
         ("I read J. K. Rowling. Good!", ["I read J. K. Rowling.", "Good!"]),
         ("So do I. Yes.", ["So do I.", "Yes."]),
+        (
+            "I said no. We sat in the sun. Fine.",
+            ["I said no.", "We sat in the sun.", "Fine."],
+        ),
         ('Wow! "Great." Then.', ["Wow!", '"Great."', "Then."]),
         ("Dinner at 7 p.m. with Sam. Fun.", ["Dinner at 7 p.m. with Sam.", "Fun."]),
         ("One line\nanother line", ["One line", "another line"]),
