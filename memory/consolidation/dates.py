@@ -157,8 +157,7 @@ def _resolve(kind: str, m: re.Match[str], ref: date) -> tuple[date, str] | None:
     if kind == "my":
         return date(int(g[1]), MONTHS[g[0]], 1), "month"
     if kind in ("dm", "md"):
-        day, suffix, month = (g[0], g[1], g[3]) if kind == "dm" else (g[1], g[2], g[0])
-        of = g[2] if kind == "dm" else None
+        day, suffix, of, month = g if kind == "dm" else (g[1], g[2], None, g[0])
         if month == "may" and not (suffix or of):
             return None  # "I may 2x" / "3 may be": the verb, not the month
         return _nearest_year(MONTHS[month], int(day), ref), "day"

@@ -67,12 +67,8 @@ class ObservationDraft:
         when several are as specific ("last Saturday, which was on the 17th of June"
         -> that Saturday; "in 2019, on March 3rd" -> March 3rd). None without dates."""
         if not self.dates:
-            return None
-        best = min(
-            enumerate(self.dates),
-            key=lambda pair: (_SPECIFICITY.get(pair[1].granularity, 9), pair[0]),
-        )
-        return best[1].value
+            return None  # min() keeps the first of equals: the first named wins a tie
+        return min(self.dates, key=lambda d: _SPECIFICITY[d.granularity]).value
 
 
 @dataclass(frozen=True)
