@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -54,9 +55,11 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--consolidate",
-            action="store_true",
-            help="also build the knowledge tiers (observations, facts, "
-            "episodes, topics) before recalling",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="build the knowledge tiers (observations, facts, episodes, topics) "
+            "before recalling, as the worker does after embedding (default); "
+            "--no-consolidate recalls over the raw messages alone",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
