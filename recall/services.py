@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.principals import Principal
@@ -196,19 +196,21 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
     }
     pack.timings_ms = {k: round(v, 2) for k, v in state.timings.items()}
     if request.record_event:
-        event = RecallEvent.objects.create(
-            org_id=principal.org_id,
-            principal=principal.label,
-            query=request.query,
-            params=_params(request),
-            item_ids=[i.id for i in pack.items],
-            omitted_ids=[o["id"] for o in pack.omitted],
-            phase_reached=pack.phase_reached,
-            coverage=pack.coverage,
-            timings_ms=pack.timings_ms,
-            total_tokens=pack.total_tokens,
-            degradations=pack.degradations,
-        )
+        with transaction.atomic(savepoint=False):
+            _telemetry_commit()
+            event = RecallEvent.objects.create(
+                org_id=principal.org_id,
+                principal=principal.label,
+                query=request.query,
+                params=_params(request),
+                item_ids=[i.id for i in pack.items],
+                omitted_ids=[o["id"] for o in pack.omitted],
+                phase_reached=pack.phase_reached,
+                coverage=pack.coverage,
+                timings_ms=pack.timings_ms,
+                total_tokens=pack.total_tokens,
+                degradations=pack.degradations,
+            )
         pack.recall_id = event.pk
     pack.suggested_actions = suggested_actions(principal, pack)
     return pack
@@ -272,6 +274,22 @@ def _query_speakers(base: Scope, intent: Any) -> frozenset[str]:
     if not named:
         return frozenset()
     return frozenset(named & channels.known_speakers(base))
+
+
+def _telemetry_commit() -> None:
+    """Commit this transaction without waiting for its WAL flush, if it has written
+    nothing yet: a recall writes only its ``RecallEvent`` (telemetry), and a disk
+    flush on every read request put fsync stalls into recall latency (measured in
+    docs/benchmarks.md, session 9). A crash can lose the last fraction of a second of
+    recall events, never a memory: a transaction that already wrote anything else
+    keeps the server's setting. Anything written after this in the same transaction
+    commits asynchronously too; the callers (API, UI, MCP, bench) write nothing more.
+    """
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT set_config('synchronous_commit', 'off', true) "
+            "WHERE pg_current_xact_id_if_assigned() IS NULL"
+        )
 
 
 def _degrade(state: CascadeState, request: RecallRequest, d: Degradation) -> None:

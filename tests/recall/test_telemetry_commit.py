@@ -1,0 +1,64 @@
+"""A recall's own transaction commits without waiting for a disk flush (it writes only
+its RecallEvent); a transaction that already wrote anything keeps durable commits."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from memory import services
+from memory.models import Memory
+from memory.services import MemoryInput
+from recall.models import RecallEvent
+from recall.services import recall_run
+from recall.types import RecallRequest
+
+
+def _synchronous_commit() -> str:
+    with connection.cursor() as c:
+        c.execute("SHOW synchronous_commit")
+        return str(c.fetchone()[0])
+
+
+def _remember(principal, text: str) -> None:
+    services.memory_remember(
+        principal=principal, items=[MemoryInput(content=text)], enqueue=False
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_only_recall_transaction_commits_asynchronously_and_keeps_its_event(
+    world,
+):
+    alice = world.principal("alice")
+    _remember(alice, "The pottery workshop is on Tuesday")
+    assert _synchronous_commit() == "on"
+    with transaction.atomic():
+        pack = recall_run(alice, RecallRequest(query="pottery workshop"))
+        assert _synchronous_commit() == "off"
+    # The setting was local to that transaction, and its event was committed.
+    assert _synchronous_commit() == "on"
+    assert RecallEvent.objects.filter(pk=pack.recall_id).exists()
+    # Outside any transaction the event gets a transaction of its own.
+    pack = recall_run(alice, RecallRequest(query="pottery workshop"))
+    assert RecallEvent.objects.filter(pk=pack.recall_id).exists()
+    assert _synchronous_commit() == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_that_wrote_a_memory_keeps_durable_commits(world):
+    alice = world.principal("alice")
+    with transaction.atomic():
+        _remember(alice, "The pottery workshop moved to Thursday")
+        recall_run(alice, RecallRequest(query="pottery workshop"))
+        assert _synchronous_commit() == "on"
+    assert Memory.objects.filter(content__contains="Thursday").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recall_without_an_event_changes_nothing(world):
+    alice = world.principal("alice")
+    _remember(alice, "The pottery workshop is on Tuesday")
+    with transaction.atomic():
+        recall_run(alice, RecallRequest(query="pottery", record_event=False))
+        assert _synchronous_commit() == "on"
