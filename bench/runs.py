@@ -237,7 +237,9 @@ def filtered_vector_recall(
             _activate(principal)
             channels.set_vector_search_params(ef_search=ef_search)
             with connection.cursor() as c:  # the sweep may go below the floor
-                c.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
+                c.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)]
+                )
             t0 = time.perf_counter()
             ann = channels.vector_channel(scope, vec, k=k)
             lat.append((time.perf_counter() - t0) * 1000)
