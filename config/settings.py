@@ -142,17 +142,6 @@ _db.setdefault("OPTIONS", {})
 _db["OPTIONS"]["options"] = (
     f"-c statement_timeout={env_int('MNEMO_STATEMENT_TIMEOUT_MS', 30000)}"
 )
-# Server-side parameter binding: parameters travel apart from the SQL text (no client
-# quoting of 384-float vectors and id arrays), and psycopg prepares a statement a
-# connection has run 5 times, which saves its parse on every later recall. Plans stay
-# custom (made for each call's parameters): a generic plan cannot use a tenant's
-# partial HNSW / GIN index. Measured in docs/benchmarks.md (session 9): in-process
-# recall over HTTP at 100k, mean 59.7 / 49.9 / 51.6 -> 55.4 / 47.1 / 45.2 ms. Turn it
-# off (0) behind a pooler that cannot keep prepared statements (PgBouncer in
-# transaction mode before 1.21).
-if env_bool("MNEMO_DB_SERVER_SIDE_BINDING", True):
-    _db["OPTIONS"]["server_side_binding"] = True
-    _db["OPTIONS"]["options"] += " -c plan_cache_mode=force_custom_plan"
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
