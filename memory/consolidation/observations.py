@@ -76,6 +76,46 @@ FILLER_STARTS = (
     "me too",
     "totally",
 )
+# "I" as a Roman numeral ("World War I", "a German Tiger I tank", "Type I diabetes"):
+# after these words it is not the speaker, and "Tiger user tank" loses the name.
+_NUMERAL_WORDS = (
+    "War",
+    "Tiger",
+    "Mark",
+    "Phase",
+    "Part",
+    "Chapter",
+    "Type",
+    "Title",
+    "Class",
+    "Grade",
+    "Level",
+    "Stage",
+    "Book",
+    "Volume",
+    "Act",
+    "Season",
+    "Series",
+    "Gen",
+    "Generation",
+    "Version",
+    "Henry",
+    "Elizabeth",
+    "Charles",
+    "James",
+    "George",
+    "Louis",
+    "William",
+    "Edward",
+    "Richard",
+    "Mary",
+    "Peter",
+    "Catherine",
+    "Napoleon",
+    "Alexander",
+)
+_NUMERAL_I = re.compile(rf"\b((?:{'|'.join(_NUMERAL_WORDS)}) )I\b")
+_KEPT_I = "\x00"  # stands for a numeral "I" while the pronouns are rewritten
 _PRONOUNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bI(?:'m|’m| am)\b"), "{s} is"),
     (re.compile(r"\bI(?:'ve|’ve| have)\b"), "{s} has"),
@@ -176,9 +216,11 @@ def attribute(sentence: str, speaker: str) -> str:
     """Rewrite first-person words to ``speaker``; prefix the speaker if unnamed."""
     if not speaker:
         return sentence
-    out = _I_VERB.sub(_agree, sentence)
+    out = _NUMERAL_I.sub(rf"\1{_KEPT_I}", sentence)
+    out = _I_VERB.sub(_agree, out)
     for pattern, template in _PRONOUNS:
         out = pattern.sub(template.format(s=speaker), out)
+    out = out.replace(_KEPT_I, "I")
     if speaker.lower() not in out.lower():
         out = f"{speaker}: {out}"
     return out

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from memory.consolidation.dates import annotate, resolve_dates
-from memory.consolidation.observations import split_sentences
+from memory.consolidation.observations import attribute, split_sentences
 
 REF = date(2023, 3, 27)
 
@@ -101,3 +101,23 @@ def test_an_observation_is_dated_by_its_most_specific_date(text, event):
     )
     drafts = observe(message, min_salience=0)
     assert [d.event_date for d in drafts] == [event]
+
+
+@pytest.mark.parametrize(
+    ("text", "observed"),
+    [
+        (
+            "I started a diorama with a German Tiger I tank.",
+            "user started a diorama with a German Tiger I tank.",
+        ),
+        (
+            "In World War I I lost my grandfather.",
+            "In World War I user lost user's grandfather.",
+        ),
+        ("I have Type I diabetes.", "user has Type I diabetes."),
+        ("On Monday I went to Paris.", "On Monday user went to Paris."),
+        ("Mark and I went out.", "Mark and user went out."),
+    ],
+)
+def test_a_roman_numeral_i_is_not_the_speaker(text, observed):
+    assert attribute(text, "user") == observed
