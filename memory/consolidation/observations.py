@@ -77,11 +77,11 @@ FILLER_STARTS = (
     "totally",
 )
 # "I" as a Roman numeral ("World War I", "a German Tiger I tank", "Type I diabetes"):
-# after these words it is not the speaker, and "Tiger user tank" loses the name.
+# after these words it is not the speaker, and "Tiger user tank" loses the name. (Not
+# after regnal names: "I told Peter I would come" is far more common than "Peter I".)
 _NUMERAL_WORDS = (
     "War",
     "Tiger",
-    "Mark",
     "Phase",
     "Part",
     "Chapter",
@@ -99,20 +99,6 @@ _NUMERAL_WORDS = (
     "Gen",
     "Generation",
     "Version",
-    "Henry",
-    "Elizabeth",
-    "Charles",
-    "James",
-    "George",
-    "Louis",
-    "William",
-    "Edward",
-    "Richard",
-    "Mary",
-    "Peter",
-    "Catherine",
-    "Napoleon",
-    "Alexander",
 )
 _NUMERAL_I = re.compile(rf"\b((?:{'|'.join(_NUMERAL_WORDS)}) )I\b")
 _KEPT_I = "\x00"  # stands for a numeral "I" while the pronouns are rewritten

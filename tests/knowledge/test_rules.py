@@ -117,6 +117,7 @@ def test_an_observation_is_dated_by_its_most_specific_date(text, event):
         ("I have Type I diabetes.", "user has Type I diabetes."),
         ("On Monday I went to Paris.", "On Monday user went to Paris."),
         ("Mark and I went out.", "Mark and user went out."),
+        ("I told Peter I would come.", "user told Peter user would come."),
     ],
 )
 def test_a_roman_numeral_i_is_not_the_speaker(text, observed):
