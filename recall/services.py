@@ -283,13 +283,20 @@ def _telemetry_commit() -> None:
     docs/benchmarks.md, session 9). A crash can lose the last fraction of a second of
     recall events, never a memory: a transaction that already wrote anything else
     keeps the server's setting. Anything written after this in the same transaction
-    commits asynchronously too; the callers (API, UI, MCP, bench) write nothing more.
+    commits asynchronously too: a caller that writes more calls :func:`durable_commit`
+    (the playground's audit does).
     """
     with connection.cursor() as c:
         c.execute(
             "SELECT set_config('synchronous_commit', 'off', true) "
             "WHERE pg_current_xact_id_if_assigned() IS NULL"
         )
+
+
+def durable_commit() -> None:
+    """Give this transaction's commit the server's durability setting back."""
+    with connection.cursor() as c:
+        c.execute("SET LOCAL synchronous_commit TO DEFAULT")
 
 
 def _degrade(state: CascadeState, request: RecallRequest, d: Degradation) -> None:

@@ -21,7 +21,7 @@ from memory.models import ALL_KINDS, Tier
 from memory.services import NotFound
 from recall.models import RecallEvent, Verdict
 from recall.pipeline.intent import VARIANT_STYLES
-from recall.services import recall_run
+from recall.services import durable_commit, recall_run
 from recall.types import (
     CHANNELS,
     MODES,
@@ -258,6 +258,9 @@ def playground_run(
     with transaction.atomic():
         pack = recall_run(as_principal, request)
         assert pack.recall_id is not None  # record_event is always on here
+        # The audit of who ran it is not telemetry: its commit waits for the disk
+        # (recall_run made its transaction's commit asynchronous).
+        durable_commit()
         event = RecallEvent.objects.select_for_update().get(pk=pack.recall_id)
         event.params = {
             **event.params,

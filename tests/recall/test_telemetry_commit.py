@@ -62,3 +62,22 @@ def test_a_recall_without_an_event_changes_nothing(world):
     with transaction.atomic():
         recall_run(alice, RecallRequest(query="pottery", record_event=False))
         assert _synchronous_commit() == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_playground_audit_commits_durably(world):
+    from accounts.principals import Principal
+    from ui.playground import playground_run
+
+    alice = world.principal("alice")
+    _remember(alice, "The pottery workshop is on Tuesday")
+    with transaction.atomic():
+        pack = playground_run(
+            admin=world.principal("olivia"),
+            user=world.olivia,
+            as_principal=Principal.for_agent(world.agent_a),
+            request=RecallRequest(query="pottery workshop"),
+        )
+        assert _synchronous_commit() == "on"
+    event = RecallEvent.objects.get(pk=pack.recall_id)
+    assert event.params["playground"]["username"] == "olivia"
