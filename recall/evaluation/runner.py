@@ -194,6 +194,7 @@ def drop_orgs(orgs: Sequence[Organization]) -> None:
     if not ids:
         return
     with transaction.atomic(), connection.cursor() as c:
+        c.execute("SET LOCAL statement_timeout = 0")  # bulk cleanup, not a request
         c.execute(
             "DELETE FROM memory_memory_derived_from WHERE from_memory_id IN "
             "(SELECT id FROM memory_memory WHERE org_id = ANY(%s))",
@@ -224,8 +225,12 @@ def drop_orgs(orgs: Sequence[Organization]) -> None:
         )
         for table in ("memory_conflict", "memory_relationship"):
             c.execute(f"DELETE FROM {table} WHERE org_id = ANY(%s)", [ids])
+        # Only rows that point somewhere: rewriting every row of a consolidated
+        # benchmark (tens of thousands, each a new version in every index, HNSW
+        # included) outlasted the statement timeout.
         c.execute(
-            "UPDATE memory_memory SET superseded_by_id = NULL WHERE org_id = ANY(%s)",
+            "UPDATE memory_memory SET superseded_by_id = NULL "
+            "WHERE org_id = ANY(%s) AND superseded_by_id IS NOT NULL",
             [ids],
         )
         c.execute("DELETE FROM memory_memory WHERE org_id = ANY(%s)", [ids])
