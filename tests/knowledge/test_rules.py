@@ -7,7 +7,8 @@ from datetime import UTC, date, datetime
 import pytest
 
 from memory.consolidation.dates import annotate, resolve_dates
-from memory.consolidation.observations import attribute, split_sentences
+from memory.consolidation.observations import attribute, observe, split_sentences
+from memory.consolidation.types import MessageView
 
 REF = date(2023, 3, 27)
 
@@ -89,9 +90,6 @@ def test_a_day_and_month_is_glossed_with_its_year():
     ],
 )
 def test_an_observation_is_dated_by_its_most_specific_date(text, event):
-    from memory.consolidation.observations import observe
-    from memory.consolidation.types import MessageView
-
     message = MessageView(
         id=1,
         content=text,
