@@ -89,6 +89,14 @@ class RecallIn(serializers.Serializer):
         help_text="Rows inside the query's resolved time window (intent.window) are "
         "multiplied by this after fusion; 1.0 turns the rule off.",
     )
+    corroboration_share = serializers.FloatField(
+        min_value=0.0,
+        max_value=2.0,
+        default=RecallRequest.corroboration_share,
+        help_text="A raw message whose observations (rows drawn from it) rank too "
+        "takes this share of their best score (boost `corroborated` in explain); 0 "
+        "turns the rule off.",
+    )
     max_citations = serializers.IntegerField(
         min_value=1,
         max_value=100,

@@ -20,6 +20,7 @@ from recall.cascade import CascadeState
 from recall.channels import MemoryRow
 from recall.citations import citations_for, topic_covers
 from recall.pipeline.answer_type import answer_type_multipliers
+from recall.pipeline.corroboration import corroboration_multipliers
 from recall.pipeline.explain import explain_item
 from recall.pipeline.fusion import apply_adjustments
 from recall.pipeline.mmr import mmr_dedupe
@@ -96,7 +97,9 @@ def build_pack(
     )
     if boosts:
         head = apply_adjustments(head, multipliers=boosts)
-    head = _episodes_below_their_turns(head, rows)
+    covers = topic_covers([i.memory_id for i in head if _derived(rows[i.memory_id])])
+    head = _corroborated(head, rows, covers, request.corroboration_share)
+    head = _episodes_below_their_turns(head, rows, covers)
     texts = {mid: m.content for mid, m in rows.items()}
     deduped, dropped = mmr_dedupe(head, texts, lambda_=0.7, jaccard_threshold=0.85)
     reasons: dict[int, str] = {}
@@ -263,8 +266,37 @@ def build_pack(
     )
 
 
+_NOT_DERIVED = frozenset({"message", "chunk", "artifact"})
+_MANY_SOURCES = frozenset({"episode", "topic", "digest"})
+
+
+def _derived(row: MemoryRow) -> bool:
+    return row.kind not in _NOT_DERIVED
+
+
+def _corroborated(
+    head: list[FusedItem],
+    rows: dict[int, MemoryRow],
+    covers: dict[int, set[int]],
+    share: float,
+) -> list[FusedItem]:
+    """A message whose observations rank too takes a share of their best score
+    (``recall.pipeline.corroboration``; boost ``corroborated`` in explain)."""
+    # Only raw evidence takes the boost (an observation a fact was drawn from does
+    # not: LoCoMo recall@10 0.767 with it, 0.769 without).
+    sources = {
+        mid: source
+        for mid, src in covers.items()
+        if len(src) == 1 and rows[mid].kind not in _MANY_SOURCES
+        for source in src
+        if source in rows and not _derived(rows[source])
+    }
+    boosts = corroboration_multipliers(head, sources, share=share)
+    return apply_adjustments(head, multipliers=boosts) if boosts else head
+
+
 def _episodes_below_their_turns(
-    head: list[FusedItem], rows: dict[int, MemoryRow]
+    head: list[FusedItem], rows: dict[int, MemoryRow], covers: dict[int, set[int]]
 ) -> list[FusedItem]:
     """An episode (a session summary) ranks just below the lowest of its own turns
     that are candidates too: the turns are the evidence, and an episode ranked first
@@ -274,7 +306,6 @@ def _episodes_below_their_turns(
     episodes = [i for i in head if rows[i.memory_id].kind == "episode"]
     if not episodes:
         return head
-    covers = topic_covers([i.memory_id for i in episodes])
     score = {i.memory_id: i.score for i in head}
     multipliers: dict[int, dict[str, float]] = {}
     for item in episodes:

@@ -67,6 +67,11 @@ class RecallRequest:
     answer_type_boost: float = 1.0
     variant_styles: tuple[str, ...] = ("keywords",)
     neighbor_share: float = 0.15
+    # A message whose observations rank too takes this share of their best score
+    # (recall.pipeline.corroboration). Measured (docs/benchmarks.md, session 10):
+    # LoCoMo recall@10 0.746 -> 0.769, NDCG@10 0.527 -> 0.548; LongMemEval turn
+    # recall_all@5 0.775 -> 0.803, session 0.915 -> 0.901.
+    corroboration_share: float = 0.25
     # Measured on LoCoMo dev (docs/benchmarks.md): 1.1-1.3 all help; 1.2 chosen.
     speaker_boost: float = 1.2
     # Rows inside the query's time window ("a week ago", "in May 2023") are multiplied

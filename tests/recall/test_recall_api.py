@@ -477,3 +477,40 @@ def test_an_episode_ranks_below_its_own_turns_when_they_are_candidates(world):
     assert ids.index(episode.pk) > max(ids.index(first.pk), ids.index(second.pk))
     explain = next(i["explain"] for i in body["items"] if i["id"] == episode.pk)
     assert 0 < explain["penalties"]["episode_below_turns"] < 1
+
+
+def test_a_message_is_corroborated_by_an_observation_drawn_from_it(world):
+    alice = world.principal("alice")
+    session = services.session_create(
+        principal=alice, external_id="garden", visibility="org"
+    )
+    backed, alone = remember(
+        alice,
+        MemoryInput(content="I planted tomatoes and basil in the raised garden bed"),
+        MemoryInput(content="The raised garden bed needs new soil and tomatoes"),
+        session=session,
+    )
+    observation = remember(
+        alice,
+        MemoryInput(
+            content="user planted tomatoes and basil in the raised garden bed.",
+            tier="episodic",
+            kind="observation",
+            derived_from=(backed.pk,),
+        ),
+    )[0]
+    client = client_for(world, "alice")
+    body = recall(client, query="tomatoes in the raised garden bed").json()
+    explain = {i["id"]: i["explain"] for i in body["items"]}
+    assert {backed.pk, alone.pk, observation.pk} <= set(explain)
+    assert explain[backed.pk]["boosts"]["corroborated"] > 1
+    assert "corroborated" not in explain[alone.pk]["boosts"]
+    assert "corroborated" not in explain[observation.pk]["boosts"]
+    off = recall(
+        client, query="tomatoes in the raised garden bed", corroboration_share=0
+    )
+    assert all(
+        "corroborated" not in i["explain"]["boosts"] for i in off.json()["items"]
+    )
+    bad = recall(client, query="tomatoes", corroboration_share=-1)
+    assert bad.status_code == 400 and "corroboration_share" in bad.text
