@@ -36,6 +36,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "no_temporal": {"weights": {"temporal": 0.0}},
     "no_neighbors": {"neighbor_share": 0.0},
     "no_speaker": {"speaker_boost": 1.0},
+    "no_corroboration": {"corroboration_share": 0.0},
     # Raw turns only: what a store without the consolidated tiers would return.
     "raw_only": {"tiers": ("raw",), "kinds": ("message",)},
     "direct": {"mode": "direct"},
