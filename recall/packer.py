@@ -20,7 +20,7 @@ from recall.cascade import CascadeState
 from recall.channels import MemoryRow
 from recall.citations import citations_for, topic_covers
 from recall.pipeline.answer_type import answer_type_multipliers
-from recall.pipeline.corroboration import corroboration_multipliers
+from recall.pipeline.corroboration import corroborate
 from recall.pipeline.explain import explain_item
 from recall.pipeline.fusion import apply_adjustments
 from recall.pipeline.mmr import mmr_dedupe
@@ -291,8 +291,7 @@ def _corroborated(
         for source in src
         if source in rows and not _derived(rows[source])
     }
-    boosts = corroboration_multipliers(head, sources, share=share)
-    return apply_adjustments(head, multipliers=boosts) if boosts else head
+    return corroborate(head, sources, share=share)
 
 
 def _episodes_below_their_turns(

@@ -153,6 +153,9 @@ class PlaygroundForm(forms.Form):
     neighbor_share = forms.FloatField(
         label="Neighbour share", min_value=0.0, max_value=1.0, required=False
     )
+    corroboration_share = forms.FloatField(
+        label="Corroboration share", min_value=0.0, max_value=2.0, required=False
+    )
     max_citations = forms.IntegerField(
         label="Citations per item", min_value=1, max_value=100, required=False
     )
@@ -182,6 +185,7 @@ class PlaygroundForm(forms.Form):
             "phase1_strategy",
             "answer_type_boost",
             "neighbor_share",
+            "corroboration_share",
             "max_citations",
             "window_boost",
         ),
@@ -245,6 +249,7 @@ class PlaygroundForm(forms.Form):
             answer_type_boost=pick("answer_type_boost"),
             variant_styles=tuple(d["variant_styles"]) or DEFAULTS.variant_styles,
             neighbor_share=pick("neighbor_share"),
+            corroboration_share=pick("corroboration_share"),
             max_citations=pick("max_citations"),
             window_boost=pick("window_boost"),
             record_event=True,

@@ -18,7 +18,9 @@ share is ``RecallRequest.corroboration_share``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from recall.pipeline.fusion import apply_adjustments
 from recall.pipeline.types import FusedItem
 
 
@@ -33,17 +35,45 @@ def corroboration_multipliers(
     ``sources`` maps a derived item's id to the single row it was drawn from. Only a
     source that is itself among ``items`` is boosted; factors are > 1.
     """
+    return {
+        source: {"corroborated": factor}
+        for source, (factor, _) in _best_derived(items, sources, share).items()
+    }
+
+
+def corroborate(
+    items: Sequence[FusedItem], sources: Mapping[int, int], *, share: float
+) -> list[FusedItem]:
+    """Apply the boosts and re-sort; a boosted item names its row in
+    ``corroborated_by`` (explain shows it)."""
+    best = _best_derived(items, sources, share)
+    if not best:
+        return list(items)
+    boosted = apply_adjustments(
+        items, multipliers={s: {"corroborated": f} for s, (f, _) in best.items()}
+    )
+    return [
+        replace(i, corroborated_by=best[i.memory_id][1]) if i.memory_id in best else i
+        for i in boosted
+    ]
+
+
+def _best_derived(
+    items: Sequence[FusedItem], sources: Mapping[int, int], share: float
+) -> dict[int, tuple[float, int]]:
+    """``{source: (factor, best derived id)}``."""
     if share <= 0 or not items:
         return {}
     score = {item.memory_id: item.score for item in items}
-    best: dict[int, float] = {}
+    best: dict[int, FusedItem] = {}
     for item in items:
         source = sources.get(item.memory_id)
         if source is None or source == item.memory_id or source not in score:
             continue
-        best[source] = max(best.get(source, 0.0), item.score)
+        if source not in best or item.score > best[source].score:
+            best[source] = item
     return {
-        source: {"corroborated": (score[source] + share * top) / score[source]}
+        source: ((score[source] + share * top.score) / score[source], top.memory_id)
         for source, top in best.items()
-        if score[source] > 0 and top > 0
+        if score[source] > 0 and top.score > 0
     }

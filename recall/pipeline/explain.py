@@ -41,7 +41,9 @@ def explain_item(
     Each channel entry has its rank, raw score, weight, RRF term and ``share``
     (its RRF term over the sum of all the item's RRF terms), plus ``detail``
     when ``channel_details`` has one. Neighbour spreading, when present, is
-    listed under ``spread_from``. The result survives ``json.dumps``.
+    listed under ``spread_from``; a message that took a share of an observation
+    drawn from it names that row in ``corroborated_by``. The result survives
+    ``json.dumps``.
     """
     total_rrf = math.fsum(c.rrf for c in item.contributions)
     channels: dict[str, dict[str, Any]] = {}
@@ -71,4 +73,6 @@ def explain_item(
     }
     if item.spread_from:
         explanation["spread_from"] = dict(item.spread_from)
+    if item.corroborated_by is not None:
+        explanation["corroborated_by"] = item.corroborated_by
     return _json_safe(explanation)  # type: ignore[no-any-return]

@@ -68,3 +68,5 @@ class FusedItem:
     penalties: Mapping[str, float] = field(default_factory=dict, hash=False)
     phase: int = 1
     spread_from: Mapping[int, float] = field(default_factory=dict, hash=False)
+    # The derived row whose score this item took a share of (``corroboration``).
+    corroborated_by: int | None = None

@@ -504,6 +504,7 @@ def test_a_message_is_corroborated_by_an_observation_drawn_from_it(world):
     explain = {i["id"]: i["explain"] for i in body["items"]}
     assert {backed.pk, alone.pk, observation.pk} <= set(explain)
     assert explain[backed.pk]["boosts"]["corroborated"] > 1
+    assert explain[backed.pk]["corroborated_by"] == observation.pk
     assert "corroborated" not in explain[alone.pk]["boosts"]
     assert "corroborated" not in explain[observation.pk]["boosts"]
     off = recall(

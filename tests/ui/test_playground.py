@@ -57,6 +57,7 @@ def test_admin_sees_the_form_with_every_principal_of_the_org(console, login):
         "answer_type_boost",
         "variant_styles",
         "neighbor_share",
+        "corroboration_share",
         "window_boost",
     ):
         assert f'name="{name}"' in html, name
@@ -224,3 +225,15 @@ def test_feedback_on_another_orgs_recall_is_a_404(console, login):
         reverse("ui:playground_feedback"), {"recall_id": other.pk, "verdict": "helpful"}
     )
     assert r.status_code == 404
+
+
+def test_a_corroborated_message_links_the_row_that_backed_it(embedded, login):
+    w = embedded.world
+    html = run(
+        login("olivia"), f"user:{w.alice.pk}", "Caroline lives in Boston", mode="direct"
+    ).content.decode()
+    fact = embedded.fact_boston
+    assert "corroborated ×" in html and "Corroborated by" in html
+    assert (
+        f'href="{reverse("ui:memory_detail", args=[fact.pk])}">#{fact.pk}</a>' in html
+    )

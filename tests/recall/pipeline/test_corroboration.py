@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recall.pipeline.corroboration import corroboration_multipliers
-from recall.pipeline.fusion import apply_adjustments
+from recall.pipeline.corroboration import corroborate, corroboration_multipliers
 from recall.pipeline.types import FusedItem
 
 
@@ -19,9 +18,11 @@ def test_the_source_takes_a_share_of_its_best_derived_row():
     out = corroboration_multipliers(items, {2: 1, 3: 1}, share=0.25)
     assert set(out) == {1}  # derived rows keep their scores
     assert out[1]["corroborated"] == pytest.approx((0.02 + 0.25 * 0.03) / 0.02)
-    reranked = apply_adjustments(items, multipliers=out)
+    reranked = corroborate(items, {2: 1, 3: 1}, share=0.25)
     assert [i.memory_id for i in reranked] == [2, 1, 4, 3]  # 1 passes 4
     assert reranked[1].boosts == {"corroborated": pytest.approx(1.375)}
+    assert reranked[1].corroborated_by == 2  # the best of its derived rows
+    assert all(i.corroborated_by is None for i in reranked if i.memory_id != 1)
 
 
 def test_nothing_happens_without_the_source_or_with_share_zero():
