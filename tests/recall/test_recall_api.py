@@ -515,3 +515,30 @@ def test_a_message_is_corroborated_by_an_observation_drawn_from_it(world):
     )
     bad = recall(client, query="tomatoes", corroboration_share=-1)
     assert bad.status_code == 400 and "corroboration_share" in bad.text
+
+
+def test_a_row_the_caller_may_not_see_never_corroborates(world):
+    alice = world.principal("alice")
+    message = remember(
+        alice, MemoryInput(content="The greenhouse heater failed during the frost")
+    )[0]
+    hidden = remember(
+        world.principal("bob"),
+        MemoryInput(
+            content="user says the greenhouse heater failed during the frost.",
+            tier="episodic",
+            kind="observation",
+            visibility="private",
+            derived_from=(message.pk,),
+        ),
+    )[0]
+    body = recall(client_for(world, "alice"), query="greenhouse heater frost").json()
+    ids = [i["id"] for i in body["items"]]
+    assert message.pk in ids and hidden.pk not in ids
+    explain = next(i["explain"] for i in body["items"] if i["id"] == message.pk)
+    assert "corroborated" not in explain["boosts"]
+    assert "corroborated_by" not in explain
+    # Bob sees both, and his observation backs the message for him.
+    mine = recall(client_for(world, "bob"), query="greenhouse heater frost").json()
+    explain = next(i["explain"] for i in mine["items"] if i["id"] == message.pk)
+    assert explain["corroborated_by"] == hidden.pk
