@@ -24,28 +24,15 @@ from recall.pipeline.fusion import apply_adjustments
 from recall.pipeline.types import FusedItem
 
 
-def corroboration_multipliers(
-    items: Sequence[FusedItem],
-    sources: Mapping[int, int],
-    *,
-    share: float,
-) -> dict[int, dict[str, float]]:
-    """``{id: {"corroborated": factor}}`` for source rows whose derived rows ranked.
-
-    ``sources`` maps a derived item's id to the single row it was drawn from. Only a
-    source that is itself among ``items`` is boosted; factors are > 1.
-    """
-    return {
-        source: {"corroborated": factor}
-        for source, (factor, _) in _best_derived(items, sources, share).items()
-    }
-
-
 def corroborate(
     items: Sequence[FusedItem], sources: Mapping[int, int], *, share: float
 ) -> list[FusedItem]:
-    """Apply the boosts and re-sort; a boosted item names its row in
-    ``corroborated_by`` (explain shows it)."""
+    """Boost each source row among ``items`` whose derived rows ranked too, and
+    re-sort; a boosted item names its best derived row in ``corroborated_by``.
+
+    ``sources`` maps a derived item's id to the single row it was drawn from; the
+    factor (boost ``corroborated``) is ``(score + share * best derived) / score``.
+    """
     best = _best_derived(items, sources, share)
     if not best:
         return list(items)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recall.pipeline.corroboration import corroborate, corroboration_multipliers
+from recall.pipeline.corroboration import corroborate
 from recall.pipeline.types import FusedItem
 
 
@@ -15,10 +15,10 @@ def item(memory_id, score):
 def test_the_source_takes_a_share_of_its_best_derived_row():
     items = [item(1, 0.02), item(2, 0.03), item(3, 0.01), item(4, 0.025)]
     # 2 and 3 are observations drawn from message 1; 4 stands alone.
-    out = corroboration_multipliers(items, {2: 1, 3: 1}, share=0.25)
-    assert set(out) == {1}  # derived rows keep their scores
-    assert out[1]["corroborated"] == pytest.approx((0.02 + 0.25 * 0.03) / 0.02)
     reranked = corroborate(items, {2: 1, 3: 1}, share=0.25)
+    boosted = {i.memory_id: i.boosts for i in reranked if i.boosts}
+    assert set(boosted) == {1}  # derived rows keep their scores
+    assert boosted[1]["corroborated"] == pytest.approx((0.02 + 0.25 * 0.03) / 0.02)
     assert [i.memory_id for i in reranked] == [2, 1, 4, 3]  # 1 passes 4
     assert reranked[1].boosts == {"corroborated": pytest.approx(1.375)}
     assert reranked[1].corroborated_by == 2  # the best of its derived rows
@@ -27,9 +27,10 @@ def test_the_source_takes_a_share_of_its_best_derived_row():
 
 def test_nothing_happens_without_the_source_or_with_share_zero():
     items = [item(2, 0.03), item(3, 0.01)]
-    assert corroboration_multipliers(items, {2: 1, 3: 1}, share=0.25) == {}
-    assert corroboration_multipliers([item(1, 0.02), *items], {2: 1}, share=0) == {}
-    assert corroboration_multipliers([], {}, share=0.25) == {}
+    assert corroborate(items, {2: 1, 3: 1}, share=0.25) == items
+    with_source = [item(1, 0.02), *items]
+    assert corroborate(with_source, {2: 1}, share=0) == with_source
+    assert corroborate([], {}, share=0.25) == []
 
 
 @given(
@@ -39,9 +40,9 @@ def test_nothing_happens_without_the_source_or_with_share_zero():
 )
 def test_only_sources_are_boosted_and_never_down(scores, links, share):
     items = [item(i, s) for i, s in enumerate(scores)]
-    out = corroboration_multipliers(items, links, share=share)
+    out = {i.memory_id: i.boosts for i in corroborate(items, links, share=share)}
     present = {i.memory_id for i in items}
-    for memory_id, factors in out.items():
+    for memory_id, factors in ((m, f) for m, f in out.items() if f):
         assert memory_id in present
         assert any(src == memory_id and d != memory_id for d, src in links.items())
         assert factors["corroborated"] >= 1.0
