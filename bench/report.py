@@ -35,8 +35,11 @@ def markdown(results: list[dict[str, Any]]) -> str:
                 phases = ", ".join(
                     f"{p}:{n}" for p, n in m.get("phase_reached", {}).items()
                 )
+                backend = r["backend"]
+                if backend == "torch" and r.get("precision"):
+                    backend += f" ({r['precision']})"
                 out.append(
-                    f"| {r['size']:,} | {r['backend']} | {path} | {mode} | "
+                    f"| {r['size']:,} | {backend} | {path} | {mode} | "
                     f"{_lat(m['latency_ms'])} | {phases or '-'} |"
                 )
     out += [

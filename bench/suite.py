@@ -74,6 +74,7 @@ def run_size(opts: Options, log: Any = print) -> dict[str, Any]:
         "seed": opts.seed,
         "started_at": datetime.now(UTC).isoformat(),
         "backend": settings.MNEMO_EMBEDDING_BACKEND,
+        "precision": embeddings.precision(),
         "machine": _machine(),
     }
     have = loader.existing_rows()

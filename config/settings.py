@@ -295,6 +295,10 @@ MNEMO_EMBEDDING_BACKEND = os.environ.get("MNEMO_EMBEDDING_BACKEND", "torch")
 # ONNX float32 (vectors equal torch's to cosine 0.9999999; one query ~3x faster); ""
 # uses MNEMO_EMBEDDING_BACKEND. If the export fails, queries fall back to that backend.
 MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get("MNEMO_QUERY_EMBEDDING_BACKEND", "onnx")
+# Arithmetic of the torch backend's document batches: "fp32"; "bf16" (autocast: on a CPU
+# with AMX the model runs ~3x faster, vectors at cosine >= 0.9999 to fp32's); "auto"
+# (default): bf16 where the CPU has AMX-BF16, else fp32. Measured in docs/benchmarks.md.
+MNEMO_EMBEDDING_PRECISION = os.environ.get("MNEMO_EMBEDDING_PRECISION", "auto")
 # Intra-op threads per process. 1 by default: on a small machine several web and worker
 # processes embed at once, and two threads each made one query embedding ~9x slower
 # (docs/benchmarks.md). Raise it for a dedicated embedding worker on a big machine.

@@ -20,7 +20,8 @@ TEXTS = [
 
 
 @pytest.mark.slow
-def test_the_int8_model_embeds_close_to_the_torch_model_in_input_order():
+def test_the_int8_model_embeds_close_to_the_torch_model_in_input_order(settings):
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"  # against the model's own arithmetic
     onnx = OnnxEmbedder(
         Path(embeddings.model_path()), Path(settings.VAR_DIR) / "onnx", threads=1
     )
@@ -46,6 +47,7 @@ def test_an_unknown_backend_name_is_reported_as_embedder_unavailable(settings):
 
 def test_query_embeddings_use_the_float32_onnx_export_equal_to_torch(settings):
     settings.MNEMO_QUERY_EMBEDDING_BACKEND = "onnx"
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
     embeddings.reset_for_tests()
     try:
         got = embeddings.embed_queries(TEXTS)
@@ -64,4 +66,41 @@ def test_a_query_backend_that_cannot_load_falls_back_to_the_main_one(settings):
         assert embeddings.get_query_model() is embeddings.get_model()
         assert embeddings.embed_queries(["still works"]).shape == (1, 384)
     finally:
+        embeddings.reset_for_tests()
+
+
+def test_bf16_document_embeddings_stay_within_cosine_0_9999_of_fp32(settings):
+    """bf16 autocast (the default where the CPU has AMX) changes vectors only in the
+    fourth decimal of their cosine; on other CPUs it is emulated, so still checked."""
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
+    fp32 = embeddings.embed_texts(TEXTS)
+    settings.MNEMO_EMBEDDING_PRECISION = "bf16"
+    bf16 = embeddings.embed_texts(TEXTS)
+    assert bf16.dtype == np.float32 and bf16.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(bf16, axis=1), 1.0, atol=1e-5)
+    cosines = (bf16 * fp32).sum(axis=1)
+    assert cosines.min() > 0.9999, cosines
+    assert not np.array_equal(bf16, fp32)  # the setting did change the arithmetic
+
+
+@pytest.mark.parametrize(
+    ("flags", "want"),
+    [({"avx2", "amx_bf16", "amx_tile"}, "bf16"), ({"avx2", "avx512_bf16"}, "fp32")],
+)
+def test_auto_precision_is_bf16_only_with_amx(settings, monkeypatch, flags, want):
+    settings.MNEMO_EMBEDDING_PRECISION = "auto"
+    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: frozenset(flags))
+    assert embeddings.precision() == want
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
+    assert embeddings.precision() == "fp32"
+
+
+def test_an_unknown_precision_makes_the_model_unavailable_with_its_name(settings):
+    settings.MNEMO_EMBEDDING_PRECISION = "fp8"
+    embeddings.reset_for_tests()
+    try:
+        with pytest.raises(embeddings.EmbedderUnavailable, match="fp8"):
+            embeddings.get_model()
+    finally:
+        settings.MNEMO_EMBEDDING_PRECISION = "auto"
         embeddings.reset_for_tests()
