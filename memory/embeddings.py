@@ -169,7 +169,8 @@ def precision() -> str:
     configured = settings.MNEMO_EMBEDDING_PRECISION
     if configured not in PRECISIONS:
         raise EmbedderUnavailable(
-            f"unknown MNEMO_EMBEDDING_PRECISION {configured!r} ({', '.join(PRECISIONS)})"
+            f"unknown MNEMO_EMBEDDING_PRECISION {configured!r}"
+            f" ({', '.join(PRECISIONS)})"
         )
     if configured == "auto":
         return "bf16" if "amx_bf16" in _cpu_flags() else "fp32"

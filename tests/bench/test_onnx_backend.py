@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.conf import settings
 
 from memory import embeddings
 from memory.onnx_backend import OnnxEmbedder
