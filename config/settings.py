@@ -274,6 +274,12 @@ MNEMO_EMBEDDING_MODEL = os.environ.get(
 )  # "" = bundled MiniLM
 MNEMO_EMBEDDING_DIM = 384
 MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
+# An embedding task takes its own rows plus the oldest pending rows of the same orgs,
+# up to this many, and embeds them in MNEMO_EMBEDDING_BATCH chunks, the next chunk
+# embedded while the previous one is stored (memory.services.memory_embed).
+MNEMO_EMBEDDING_TASK_ROWS = env_int(
+    "MNEMO_EMBEDDING_TASK_ROWS", 4 * MNEMO_EMBEDDING_BATCH
+)
 # Orgs with at least this many embedded rows get a partial HNSW index of their own
 # (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h).
 MNEMO_TENANT_HNSW_MIN_ROWS = env_int("MNEMO_TENANT_HNSW_MIN_ROWS", 5000)

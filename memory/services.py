@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -527,7 +528,7 @@ def enqueue_embedding(ids: Sequence[int]) -> None:
     ids = list(ids)
     if not ids:
         return
-    batch = settings.MNEMO_EMBEDDING_BATCH * 4
+    batch = settings.MNEMO_EMBEDDING_TASK_ROWS
 
     def send() -> None:
         from memory.tasks import embed_memories
@@ -559,10 +560,16 @@ def embedding_text(memory: Memory) -> str:
 def memory_embed(*, ids: Sequence[int]) -> int:
     """Embed the pending/failed rows among ``ids``; returns how many became ready.
 
+    Rows go in chunks of ``MNEMO_EMBEDDING_BATCH``, oldest first, each chunk stored
+    (vectors, then entity links) in its own transaction as soon as it is embedded.
+    While one chunk is stored the next one is already being embedded on a second
+    thread: the model holds one core and the database works on the other, instead
+    of each waiting for the other (docs/benchmarks.md, session 11).
+
     Idempotent: rows already ready are skipped, and the model is deterministic, so two
     workers embedding the same row write the same vector.
     """
-    from memory import embeddings, entities
+    from memory import embeddings
 
     rows = list(
         Memory.objects.filter(pk__in=ids)
@@ -572,7 +579,29 @@ def memory_embed(*, ids: Sequence[int]) -> int:
     )
     if not rows:
         return 0
-    vectors = embeddings.embed_texts([embedding_text(m) for m in rows])
+    size = max(1, settings.MNEMO_EMBEDDING_BATCH)
+    chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
+
+    def embed(chunk: list[Memory]) -> Any:
+        return embeddings.embed_texts([embedding_text(m) for m in chunk])
+
+    if len(chunks) == 1:
+        _store_embedded(chunks[0], embed(chunks[0]))
+        return len(rows)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
+        ahead = pool.submit(embed, chunks[0])
+        for i, chunk in enumerate(chunks):
+            vectors = ahead.result()
+            if i + 1 < len(chunks):
+                ahead = pool.submit(embed, chunks[i + 1])
+            _store_embedded(chunk, vectors)
+    return len(rows)
+
+
+def _store_embedded(rows: list[Memory], vectors: Any) -> None:
+    """One chunk's vectors and entity links, in one transaction."""
+    from memory import entities
+
     now = timezone.now()
     for m, vec in zip(rows, vectors, strict=True):
         m.embedding = vec
@@ -584,7 +613,6 @@ def memory_embed(*, ids: Sequence[int]) -> int:
             rows, ["embedding", "embedding_state", "embedding_error", "embedded_at"]
         )
         entities.extract_and_link(ids=[m.pk for m in rows])
-    return len(rows)
 
 
 def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[int]:

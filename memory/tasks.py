@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
     """Embed rows ``ids``; on failure mark them failed and retry with backoff."""
     try:
-        ids = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_BATCH)
+        ids = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_TASK_ROWS)
         done = services.memory_embed(ids=ids)
         enqueue_consolidation(ids)
         return done

@@ -40,7 +40,8 @@ def test_texts_are_embedded_in_batches_of_similar_length_in_their_own_order():
     assert buckets == [[0, 2, 3], [4, 5], [1]]  # the long text is padded alone
     together = embeddings.embed_texts(texts)
     alone = np.vstack([embeddings.embed_texts([t]) for t in texts])
-    assert np.allclose(together, alone, atol=1e-5)
+    # equal up to float rounding (bf16 arithmetic, where used, rounds by batch shape)
+    assert (together * alone).sum(axis=1).min() > 0.9999
 
 
 @pytest.mark.django_db
@@ -113,12 +114,12 @@ def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
 
     backlog = pending(world.principal("agent_a"), "one", "two", "three", "four")
     other_org = pending(world.principal("carol"), "globex backlog")
-    settings.MNEMO_EMBEDDING_BATCH = 3
+    settings.MNEMO_EMBEDDING_TASK_ROWS = 3
     assert embed_memories.apply(args=[[backlog[-1]]]).get() == 3
     states = dict(
         Memory.objects.filter(pk__in=backlog).values_list("id", "embedding_state")
     )
-    # the task's own row first, then the oldest of the backlog, up to the batch size
+    # the task's own row first, then the oldest of the backlog, up to the task's rows
     assert [states[i] for i in backlog] == ["ready", "ready", "pending", "ready"]
     assert Memory.objects.get(pk=other_org[0]).embedding_state == "pending"
     # a later task whose row a batch already took is a no-op
@@ -139,6 +140,71 @@ def test_embedding_twice_is_idempotent(world):
     first = list(Memory.objects.get(pk=ids[0]).embedding)
     assert services.memory_embed(ids=ids) == 0
     assert list(Memory.objects.get(pk=ids[0]).embedding) == first
+
+
+TEXTS = [
+    "yesterday Caroline went to the pottery workshop",
+    "last week Melanie painted a sunset",
+    "the release checklist: tests, tag, deploy",
+    "we heard that Jon lost his job as a banker",
+    "in May Gina opened an online clothing store",
+]
+
+
+def _pending(world, texts):
+    return [
+        m.pk
+        for m in services.memory_remember(
+            principal=world.principal("agent_a"),
+            items=[MemoryInput(content=t) for t in texts],
+            enqueue=False,
+        ).memories
+    ]
+
+
+@pytest.mark.django_db
+def test_rows_past_one_batch_are_embedded_in_chunks_each_as_if_alone(
+    world, settings
+):
+    settings.MNEMO_EMBEDDING_BATCH = 2
+    ids = _pending(world, TEXTS)
+    assert services.memory_embed(ids=ids) == 5
+    rows = {m.pk: m for m in Memory.objects.filter(pk__in=ids)}
+    assert {m.embedding_state for m in rows.values()} == {EmbeddingState.READY}
+    alone = embeddings.embed_texts(TEXTS, batch_size=1)
+    got = np.array([rows[i].embedding for i in ids])
+    assert (got * alone).sum(axis=1).min() > 0.9999  # right vector on the right row
+    # entity links are written chunk by chunk too (one row of each chunk names someone)
+    named = set(
+        Memory.objects.filter(mentions__isnull=False).values_list("id", flat=True)
+    )
+    assert {ids[0], ids[1], ids[3], ids[4]} <= named
+
+
+@pytest.mark.django_db
+def test_a_chunk_that_fails_keeps_the_chunks_stored_before_it(
+    world, settings, monkeypatch
+):
+    settings.MNEMO_EMBEDDING_BATCH = 2
+    ids = _pending(world, TEXTS)
+    real, calls = embeddings.embed_texts, []
+
+    def second_chunk_fails(texts, **kw):
+        calls.append(texts)
+        if len(calls) == 2:
+            raise embeddings.EmbedderUnavailable("model went away")
+        return real(texts, **kw)
+
+    monkeypatch.setattr(embeddings, "embed_texts", second_chunk_fails)
+    with pytest.raises(embeddings.EmbedderUnavailable):
+        services.memory_embed(ids=ids)
+    services.memory_embed_failed(ids=ids, error="model went away")
+    states = dict(
+        Memory.objects.filter(pk__in=ids).values_list("id", "embedding_state")
+    )
+    assert [states[i] for i in ids] == ["ready", "ready", "failed", "failed", "failed"]
+    monkeypatch.setattr(embeddings, "embed_texts", real)
+    assert services.memory_embed(ids=ids) == 3  # a retry embeds only what is left
 
 
 # --- a real worker --------------------------------------------------------------------
