@@ -74,7 +74,11 @@ def run_size(opts: Options, log: Any = print) -> dict[str, Any]:
         "seed": opts.seed,
         "started_at": datetime.now(UTC).isoformat(),
         "backend": settings.MNEMO_EMBEDDING_BACKEND,
-        "precision": embeddings.precision(),
+        "precision": (
+            embeddings.precision()
+            if settings.MNEMO_EMBEDDING_BACKEND == "torch"
+            else None
+        ),
         "machine": _machine(),
     }
     have = loader.existing_rows()
