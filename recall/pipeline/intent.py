@@ -64,6 +64,13 @@ _ANSWER_TYPE = re.compile(
     r"who|whom|whose|where|when|why|how|what|which)\b"
 )
 _HOW_QUANTITY = re.compile(r"\bhow\s+(?:many|much|often|long)\b")
+# A question about someone's age ("how old", "how many years older", "what age") is
+# answered by a row that says "a 32-year-old", "at the age of 30": Snowball keeps
+# "older" / "younger" as they are, so "old" and "age" join the keywords.
+_AGE_QUESTION = re.compile(
+    r"\b(?:how\s+old|older|oldest|younger|youngest|elder|eldest|what\s+age|age)\b"
+)
+AGE_TERMS = ("old", "age")
 _TYPE_OF_WORD = {
     "who": "person",
     "whom": "person",
@@ -156,6 +163,9 @@ def extract_keywords(query: str) -> tuple[str, ...]:
         if not word or word in STOPWORDS or (len(word) < 2 and not word.isdigit()):
             continue
         keywords.setdefault(word, None)
+    if keywords and _AGE_QUESTION.search(text):
+        for term in AGE_TERMS:
+            keywords.setdefault(term, None)
     return tuple(keywords)
 
 

@@ -153,6 +153,26 @@ def test_keywords_are_lowercase_content_words_in_order():
     assert intent.keywords == ("times", "john", "sister", "visited", "new", "york")
 
 
+@pytest.mark.parametrize(
+    ("query", "keywords"),
+    [
+        (
+            "How many years older am I than when I graduated from college?",
+            ("years", "older", "graduated", "college", "old", "age"),
+        ),
+        ("How old is Melanie's son?", ("old", "melanie", "son", "age")),
+        ("What age did Jon start dancing?", ("age", "jon", "start", "dancing", "old")),
+        ("Is my younger brother taller?", ("younger", "brother", "taller", "old", "age")),
+        ("What did Jon learn in school?", ("jon", "learn", "school")),  # no age words
+        ("Did Gina visit the Old Town?", ("gina", "visit", "old", "town")),  # not age
+    ],
+)
+def test_age_questions_also_look_for_old_and_age(query, keywords):
+    """A row answers an age question with "a 32-year-old" or "at the age of": the
+    comparative in the question ("older") shares no stem with either."""
+    assert profile_intent(query, reference_time=REFERENCE).keywords == keywords
+
+
 def test_keyword_variant_is_the_default_and_only_variant():
     intent = profile_intent(
         "When did Melanie paint a sunrise?", reference_time=REFERENCE
