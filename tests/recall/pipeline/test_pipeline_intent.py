@@ -162,7 +162,10 @@ def test_keywords_are_lowercase_content_words_in_order():
         ),
         ("How old is Melanie's son?", ("old", "melanie", "son", "age")),
         ("What age did Jon start dancing?", ("age", "jon", "start", "dancing", "old")),
-        ("Is my younger brother taller?", ("younger", "brother", "taller", "old", "age")),
+        (
+            "Is my younger brother taller?",
+            ("younger", "brother", "taller", "old", "age"),
+        ),
         ("What did Jon learn in school?", ("jon", "learn", "school")),  # no age words
         ("Did Gina visit the Old Town?", ("gina", "visit", "old", "town")),  # not age
     ],
