@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 
 from bench.stats import peak_rss_mb
+from config.celery import solo_worker_argv
 
 
 @dataclass
@@ -115,19 +116,7 @@ def running(
         ]
     }
     if worker:
-        cmds["worker"] = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--loglevel=WARNING",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ]
+        cmds["worker"] = solo_worker_argv()
     try:
         for name, cmd in cmds.items():
             log = log_dir / f"{name}.log"

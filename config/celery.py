@@ -3,6 +3,7 @@
 import contextlib
 import logging
 import os
+import sys
 
 from celery import Celery
 
@@ -98,3 +99,21 @@ from celery.signals import worker_init, worker_process_init, worker_ready  # noq
 worker_init.connect(_worker_priority, weak=False)
 worker_ready.connect(_warm_in_main_process, weak=False)
 worker_process_init.connect(warm_embedding_model, weak=False)
+
+
+def solo_worker_argv() -> list[str]:
+    """The command of one quiet, single-process worker of this app, as the bench and
+    the worker tests start it (no heartbeat, gossip or mingle: nothing to talk to)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--pool=solo",
+        "--loglevel=WARNING",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+    ]

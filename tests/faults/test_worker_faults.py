@@ -9,13 +9,13 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
+from config.celery import solo_worker_argv
 from tests.faults.stack import BASE, Stack, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.celery_worker]
@@ -73,19 +73,7 @@ def stack(redis: Redis) -> Iterator[Stack]:
     s.start_worker = lambda: (
         workers.append(
             subprocess.Popen(  # type: ignore[attr-defined]
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "config",
-                    "worker",
-                    "--pool=solo",
-                    "--loglevel=WARNING",
-                    "--without-heartbeat",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
+                solo_worker_argv(),
                 cwd=BASE,
                 env=s.env,
                 stdout=subprocess.DEVNULL,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from django.conf import settings as dj_settings
 from django.db import connection
 
 from config import celery_app
+from config.celery import solo_worker_argv
 from memory import embeddings, services
 from memory.models import EmbeddingState, Memory
 from memory.services import MemoryInput
@@ -163,9 +163,7 @@ def _pending(world, texts):
 
 
 @pytest.mark.django_db
-def test_rows_past_one_batch_are_embedded_in_chunks_each_as_if_alone(
-    world, settings
-):
+def test_rows_past_one_batch_are_embedded_in_chunks_each_as_if_alone(world, settings):
     settings.MNEMO_EMBEDDING_BATCH = 2
     ids = _pending(world, TEXTS)
     assert services.memory_embed(ids=ids) == 5
@@ -234,19 +232,7 @@ def worker(live_server):
             f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         )
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--loglevel=WARNING",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        solo_worker_argv(),
         cwd=Path(dj_settings.BASE_DIR),
         env=env,
     )
