@@ -66,7 +66,10 @@ def _kinds_for(rows: int) -> tuple[re.Pattern[str], ...]:
 # tenant's own graph is small enough to build better: for the 22k-row tenant at 100k
 # rows, recall@10 against exact search (100 off-tenant queries) went from 0.946 / 0.973
 # to 0.980 / 0.987 at ef_search 100 / 200 with 128, for ~10 s of build instead of ~5.
-HNSW_WITH = "m = 16, ef_construction = 128"
+# At 1M the 222k-row tenant's graph varied from build to build at 128: recall@10 at
+# ef_search 400 was 0.932, 0.976 and 0.948 over three builds; at 200 0.994 and 0.972,
+# for 122-129 s of build instead of 92 (docs/benchmarks.md, session 11).
+HNSW_WITH = "m = 16, ef_construction = 200"
 
 
 @dataclass
