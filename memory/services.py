@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -629,7 +629,9 @@ def _store_vectors(ids: list[int], vectors: Any) -> None:
     if info is None:
         info = _vector_types[raw] = psycopg.types.TypeInfo.fetch(raw, "vector")
     with psycopg.Cursor(raw) as cur:
-        register_vector_info(cur, info)  # this cursor only: Django's stay as they are
+        # This cursor only (Django's stay as they are); the function is typed for a
+        # connection but registers on any adapter context.
+        register_vector_info(cast(Any, cur), info)
         cur.execute(
             "UPDATE memory_memory AS m SET embedding = v.embedding,"
             " embedding_state = %s, embedding_error = '', embedded_at = %s"
