@@ -569,7 +569,8 @@ def memory_embed(*, ids: Sequence[int]) -> int:
     of each waiting for the other (docs/benchmarks.md, session 11).
 
     Idempotent: rows already ready are skipped, and the model is deterministic, so two
-    workers embedding the same row write the same vector.
+    workers embedding the same row write the same vector (up to float rounding where
+    bf16 arithmetic is on: cosine >= 0.9999 between batches of different shapes).
     """
     from memory import embeddings
 
