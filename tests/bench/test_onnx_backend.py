@@ -33,39 +33,41 @@ def test_the_int8_model_embeds_close_to_the_torch_model_in_input_order(settings)
     assert onnx.path.name == "model_int8.onnx" and onnx.path.exists()
 
 
-def test_an_unknown_backend_name_is_reported_as_embedder_unavailable(settings):
-    settings.MNEMO_EMBEDDING_BACKEND = "tensorflow"
+@pytest.fixture
+def reloaded():
+    """The model loads afresh under this test's settings, and again after it (the
+    ``settings`` fixture restores the settings themselves)."""
     embeddings.reset_for_tests()
-    try:
-        with pytest.raises(embeddings.EmbedderUnavailable, match="tensorflow"):
-            embeddings.get_model()
-    finally:
-        settings.MNEMO_EMBEDDING_BACKEND = "torch"
-        embeddings.reset_for_tests()
+    yield
+    embeddings.reset_for_tests()
 
 
-def test_query_embeddings_use_the_float32_onnx_export_equal_to_torch(settings):
+def test_an_unknown_backend_name_is_reported_as_embedder_unavailable(
+    settings, reloaded
+):
+    settings.MNEMO_EMBEDDING_BACKEND = "tensorflow"
+    with pytest.raises(embeddings.EmbedderUnavailable, match="tensorflow"):
+        embeddings.get_model()
+
+
+def test_query_embeddings_use_the_float32_onnx_export_equal_to_torch(
+    settings, reloaded
+):
     settings.MNEMO_QUERY_EMBEDDING_BACKEND = "onnx"
     settings.MNEMO_EMBEDDING_PRECISION = "fp32"
-    embeddings.reset_for_tests()
-    try:
-        got = embeddings.embed_queries(TEXTS)
-        model = embeddings.get_query_model()
-        assert isinstance(model, OnnxEmbedder) and model.path.name == "model_fp32.onnx"
-        want = embeddings.embed_texts(TEXTS)  # documents: the torch backend
-        assert (got * want).sum(axis=1).min() > 0.99999
-    finally:
-        embeddings.reset_for_tests()
+    got = embeddings.embed_queries(TEXTS)
+    model = embeddings.get_query_model()
+    assert isinstance(model, OnnxEmbedder) and model.path.name == "model_fp32.onnx"
+    want = embeddings.embed_texts(TEXTS)  # documents: the torch backend
+    assert (got * want).sum(axis=1).min() > 0.99999
 
 
-def test_a_query_backend_that_cannot_load_falls_back_to_the_main_one(settings):
+def test_a_query_backend_that_cannot_load_falls_back_to_the_main_one(
+    settings, reloaded
+):
     settings.MNEMO_QUERY_EMBEDDING_BACKEND = "tensorflow"
-    embeddings.reset_for_tests()
-    try:
-        assert embeddings.get_query_model() is embeddings.get_model()
-        assert embeddings.embed_queries(["still works"]).shape == (1, 384)
-    finally:
-        embeddings.reset_for_tests()
+    assert embeddings.get_query_model() is embeddings.get_model()
+    assert embeddings.embed_queries(["still works"]).shape == (1, 384)
 
 
 def test_bf16_document_embeddings_stay_within_cosine_0_9999_of_fp32(settings):
@@ -94,12 +96,9 @@ def test_auto_precision_is_bf16_only_with_amx(settings, monkeypatch, flags, want
     assert embeddings.precision() == "fp32"
 
 
-def test_an_unknown_precision_makes_the_model_unavailable_with_its_name(settings):
+def test_an_unknown_precision_makes_the_model_unavailable_with_its_name(
+    settings, reloaded
+):
     settings.MNEMO_EMBEDDING_PRECISION = "fp8"
-    embeddings.reset_for_tests()
-    try:
-        with pytest.raises(embeddings.EmbedderUnavailable, match="fp8"):
-            embeddings.get_model()
-    finally:
-        settings.MNEMO_EMBEDDING_PRECISION = "auto"
-        embeddings.reset_for_tests()
+    with pytest.raises(embeddings.EmbedderUnavailable, match="fp8"):
+        embeddings.get_model()
