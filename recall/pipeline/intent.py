@@ -71,6 +71,15 @@ _AGE_QUESTION = re.compile(
     r"\b(?:how\s+old|older|oldest|younger|youngest|elder|eldest|what\s+age|age)\b"
 )
 AGE_TERMS = ("old", "age")
+# How an ordering question asks for its answer ("what is the order of the three
+# trips ..., from earliest to latest"): the frame says how to sort what the question
+# is about, and as keywords "order" ranked "ordering takeout" first. The words stay
+# when they carry content ("my first order from HelloFresh", "their latest project").
+_ORDER_FRAME = re.compile(
+    r"\bthe\s+order\s+of\b|\bin\s+(?:what|which|chronological)\s+order\b|"
+    r"\bfrom\s+(?:the\s+)?(?:earliest|first|oldest)\s+to\s+(?:the\s+)?"
+    r"(?:latest|last|newest|most\s+recent)\b|\bchronologically\b"
+)
 _TYPE_OF_WORD = {
     "who": "person",
     "whom": "person",
@@ -158,6 +167,7 @@ def extract_keywords(query: str) -> tuple[str, ...]:
     """Lowercase content words of ``query`` in order, stopwords removed, deduped."""
     keywords: dict[str, None] = {}
     text = _HOW_QUANTITY.sub(" ", _normalise(query).lower())
+    text = _ORDER_FRAME.sub(" ", text)
     for raw in _WORD.findall(text):
         word = _strip_word(raw)
         if not word or word in STOPWORDS or (len(word) < 2 and not word.isdigit()):

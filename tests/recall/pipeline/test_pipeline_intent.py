@@ -219,3 +219,33 @@ def test_bad_variant_arguments_are_refused():
         profile_intent("x", reference_time=REFERENCE, max_variants=0)
     with pytest.raises(ValueError):
         profile_intent("x", reference_time=REFERENCE, variant_styles=("poetic",))
+
+
+@pytest.mark.parametrize(
+    ("query", "keywords"),
+    [
+        (
+            "What is the order of the three trips I took, from earliest to latest?",
+            ("three", "trips", "took"),
+        ),
+        ("In what order did I visit Paris and Rome?", ("visit", "paris", "rome")),
+        (
+            "List the concerts in chronological order from first to last",
+            ("concerts",),
+        ),
+        ("Show my trips chronologically", ("trips",)),
+        # The same words with content: an order placed, a latest project.
+        (
+            "Was my first order from HelloFresh cheaper?",
+            ("first", "order", "hellofresh", "cheaper"),
+        ),
+        (
+            "What did Mel paint in her latest project?",
+            ("mel", "paint", "latest", "project"),
+        ),
+    ],
+)
+def test_an_ordering_frame_is_not_a_keyword(query, keywords):
+    """"the order of ..., from earliest to latest" says how to sort the answer; as
+    keywords it ranked a turn about ordering takeout above the trips asked about."""
+    assert profile_intent(query, reference_time=REFERENCE).keywords == keywords
