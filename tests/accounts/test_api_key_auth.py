@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import pytest
+from django.db import connection, connections, transaction
 
 from accounts.authentication import (
     AgentIdentity,
@@ -72,3 +74,49 @@ def test_a_revoked_key_or_a_deactivated_agent_is_refused(world):
     agent.save()
     ApiKey.objects.get(agent=agent).revoke()
     assert authenticate_key(plaintext) is None
+
+
+def test_first_use_is_stored_on_the_key(world):
+    _, plaintext = _agent(world)
+    key = authenticate_key(plaintext)
+    stored = ApiKey.objects.get(pk=key.pk)
+    assert stored.last_used_at is not None
+    assert stored.last_used_at == key.last_used_at
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_does_not_wait_for_another_that_is_recording_the_same_key(world):
+    """Concurrent requests with one key all see the same stale ``last_used_at``; the
+    first holds the row lock until its request's transaction ends, and the others
+    must not queue behind it (they skip the update)."""
+    _, plaintext = _agent(world)
+    locked, release, done = threading.Event(), threading.Event(), threading.Event()
+    prefix = plaintext.split("_")[1]
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                ApiKey.objects.select_for_update().get(prefix=prefix)
+                locked.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+            done.set()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        with transaction.atomic(), connection.cursor() as c:
+            # Waiting for the lock would fail the request here instead of hanging.
+            c.execute("SET LOCAL lock_timeout = '1s'")
+            key = authenticate_key(plaintext)
+        assert key is not None
+        assert ApiKey.objects.get(pk=key.pk).last_used_at is None  # left to the holder
+    finally:
+        release.set()
+        thread.join(10)
+    assert done.is_set()
+    # With the row free again, the next request records the use.
+    authenticate_key(plaintext)
+    assert ApiKey.objects.get(pk=key.pk).last_used_at is not None
