@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,14 @@ def set_vector_search_params(*, ef_search: int = MIN_EF_SEARCH) -> None:
         )
 
 
+@lru_cache(maxsize=16)
+def _vector_literal(raw: bytes) -> str:
+    """pgvector's text form of a float32 vector; a recall searches with the same
+    vector in several phases and channels, so it is formatted once."""
+    values = np.frombuffer(raw, dtype=np.float32).tolist()
+    return "[" + ",".join(map("{:.6f}".format, values)) + "]"
+
+
 def vector_channel(
     scope: Scope,
     query_vector: np.ndarray,
@@ -66,7 +75,7 @@ def vector_channel(
 ) -> list[ChannelHit]:
     """Nearest rows by cosine similarity (pgvector HNSW), within the scope."""
     where, params = eligibility_sql(scope)
-    vec = "[" + ",".join(f"{x:.6f}" for x in query_vector.tolist()) + "]"
+    vec = _vector_literal(np.asarray(query_vector, dtype=np.float32).tobytes())
     sql = (
         "SELECT id, score FROM ("
         f"  SELECT m.id, 1 - (m.embedding <=> %s::vector) AS score FROM memory_memory m"

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.db import connection
+
 from accounts.principals import Principal
-from memory.models import Conflict, ConflictAlternative, ConflictStatus
+from memory.models import Conflict, ConflictStatus
 from recall.cascade import CascadeState
 from recall.communities import communities_for_pack
 from recall.pipeline.intent import Intent
@@ -64,10 +66,16 @@ def suggested_actions(principal: Principal, pack: ContextPack) -> list[dict[str,
         return actions
     # One indexed probe first: almost no pack touches an open conflict, and the
     # visibility-checked query below cost ~7 ms a recall (docs/benchmarks.md).
-    if not ConflictAlternative.objects.filter(
-        memory_id__in=ids, conflict__status=ConflictStatus.OPEN
-    ).exists():
-        return actions
+    # Plain SQL: compiling the ORM query cost more than running it.
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT EXISTS (SELECT 1 FROM memory_conflictalternative a "
+            "JOIN memory_conflict k ON k.id = a.conflict_id "
+            "WHERE a.memory_id = ANY(%s) AND k.status = %s)",
+            [ids, ConflictStatus.OPEN],
+        )
+        if not c.fetchone()[0]:
+            return actions
     conflicts = (
         Conflict.objects.visible_to(principal)
         .open()

@@ -11,6 +11,15 @@ from recall.pipeline.types import FusedItem
 
 def _json_safe(value: Any) -> Any:
     """Convert tuples, sets, mappings and non-finite floats to JSON values."""
+    # Exact built-in types first: an explanation is mostly these, and the ABC
+    # ``isinstance(value, Mapping)`` check below costs several times more.
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {str(key): _json_safe(item) for key, item in value.items()}
     if isinstance(value, Mapping):
         return {str(key): _json_safe(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -29,8 +29,10 @@ def test_the_int8_model_embeds_close_to_the_torch_model_in_input_order(settings)
     assert got.shape == (4, 384)
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     cosines = (got * want).sum(axis=1)
-    assert cosines.min() > 0.93, cosines  # int8 costs a little; order is preserved
-    assert onnx.path.name == "model_int8.onnx" and onnx.path.exists()
+    # int8 costs a little (per-tensor scales gave 0.93-0.97; per-channel scales keep
+    # it closer); order is preserved
+    assert cosines.min() > 0.98, cosines
+    assert onnx.path.name == "model_int8_pc.onnx" and onnx.path.exists()
 
 
 @pytest.fixture
