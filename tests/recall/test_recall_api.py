@@ -542,3 +542,29 @@ def test_a_row_the_caller_may_not_see_never_corroborates(world):
     mine = recall(client_for(world, "bob"), query="greenhouse heater frost").json()
     explain = next(i["explain"] for i in mine["items"] if i["id"] == message.pk)
     assert explain["corroborated_by"] == hidden.pk
+
+
+def test_recall_input_fields_are_per_request_and_validate_like_deep_copies():
+    """RecallIn's shallow field copies (recall.api.ShallowFieldsMixin) give each
+    request its own bound fields and the same data and errors as DRF's deep copies."""
+    from rest_framework import serializers
+
+    from recall.api import RecallIn
+
+    class DeepRecallIn(RecallIn):
+        def get_fields(self):
+            return serializers.Serializer.get_fields(self)
+
+    good = {"query": "budget plan", "tiers": ["raw"], "weights": {"vector": 2}}
+    bad = {"query": "", "tiers": ["cosmic"], "limit": 0, "weights": {"x": -1}}
+    for body in (good, bad):
+        fast, deep = RecallIn(data=body), DeepRecallIn(data=body)
+        assert fast.is_valid() == deep.is_valid()
+        assert fast.errors == deep.errors
+        if not fast.errors:
+            assert fast.validated_data == deep.validated_data
+    one, two = RecallIn(data=good), RecallIn(data=good)
+    assert one.fields["tiers"] is not two.fields["tiers"]
+    assert one.fields["tiers"].parent is one and two.fields["tiers"].parent is two
+    declared = RecallIn._declared_fields["tiers"]
+    assert getattr(declared, "parent", None) is None  # the class's field is never bound
