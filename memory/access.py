@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from accounts.models import Visibility
 from accounts.principals import Principal
+from config.db.arrays import IntArray
 
 
 def visibility_q(principal: Principal, prefix: str = "") -> Q:
@@ -56,7 +57,7 @@ def visibility_sql(principal: Principal, alias: str) -> tuple[str, list[Any]]:
     params: list[Any] = [principal.org_id]
     if principal.team_ids:
         parts.append(f"({a}.visibility = 'team' AND {a}.team_id = ANY(%s))")
-        params.append(list(principal.team_ids))
+        params.append(IntArray(principal.team_ids))
     if principal.agent_id is not None:
         parts.append(f"({a}.visibility = 'private' AND {a}.owner_agent_id = %s)")
         params.append(principal.agent_id)

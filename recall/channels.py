@@ -21,6 +21,7 @@ import numpy as np
 from django.db import connection
 
 from accounts.principals import Principal
+from config.db.arrays import IntArray
 from memory.access import visibility_sql
 from memory.vector_indexes import index_name as tenant_index_name
 from recall import term_stats
@@ -435,7 +436,7 @@ def speakers_of(memory_ids: Sequence[int]) -> dict[int, str]:
         c.execute(
             "SELECT id, lower(speaker) FROM memory_memory "
             "WHERE id = ANY(%s) AND speaker > ''",
-            [list(memory_ids)],
+            [IntArray(memory_ids)],
         )
         return dict(c.fetchall())
 
@@ -446,7 +447,7 @@ def unstable_entities(entity_ids: Sequence[int]) -> list[int]:
     with connection.cursor() as c:
         c.execute(
             "SELECT id FROM memory_entity WHERE id = ANY(%s) AND unstable",
-            [list(entity_ids)],
+            [IntArray(entity_ids)],
         )
         return [r[0] for r in c.fetchall()]
 
@@ -533,7 +534,7 @@ def neighbor_ids(
             "AND b.id <> a.id "
             "AND (b.speaker, b.role) IS DISTINCT FROM (a.speaker, a.role) "
             f"WHERE {where}",
-            [radius, radius, list(memory_ids), *params],
+            [radius, radius, IntArray(memory_ids), *params],
         )
         out: dict[int, list[int]] = {}
         for a, b in c.fetchall():
@@ -549,7 +550,7 @@ def filter_eligible(scope: Scope, memory_ids: Sequence[int]) -> set[int]:
     with connection.cursor() as c:
         c.execute(
             f"SELECT m.id FROM memory_memory m WHERE m.id = ANY(%s) AND {where}",
-            [list(memory_ids), *params],
+            [IntArray(memory_ids), *params],
         )
         return {r[0] for r in c.fetchall()}
 
@@ -601,7 +602,7 @@ def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, Memo
     with connection.cursor() as c:
         c.execute(
             f"SELECT {columns} FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
-            [list(memory_ids), *params],
+            [IntArray(memory_ids), *params],
         )
         rows = c.fetchall()
     out: dict[int, MemoryRow] = {}

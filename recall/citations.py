@@ -9,6 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.principals import Principal
+from config.db.arrays import IntArray
 from memory.models import Memory
 from recall.channels import MemoryRow, read_rows
 
@@ -27,7 +28,7 @@ def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
         c.execute(
             f"SELECT from_memory_id, to_memory_id FROM {table} "  # noqa: S608 - model's table
             "WHERE from_memory_id = ANY(%s)",
-            [list(topic_ids)],
+            [IntArray(topic_ids)],
         )
         for src, dst in c.fetchall():
             out.setdefault(src, set()).add(dst)

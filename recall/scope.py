@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from accounts.principals import Principal
+from config.db.arrays import IntArray, TextArray
 from memory.access import visibility_sql
 
 
@@ -43,26 +44,26 @@ def eligibility_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
     a = alias
     vis, params = visibility_sql(scope.principal, a)
     parts = [vis, f"{a}.tier = ANY(%s)"]
-    params.append(list(scope.tiers))
+    params.append(TextArray(scope.tiers))
     read = scope.principal.read_scopes or {}
     if read.get("tiers"):
         parts.append(f"{a}.tier = ANY(%s)")
-        params.append(list(read["tiers"]))
+        params.append(TextArray(read["tiers"]))
     if read.get("kinds"):
         parts.append(f"{a}.kind = ANY(%s)")
-        params.append(list(read["kinds"]))
+        params.append(TextArray(read["kinds"]))
     if scope.kinds:
         parts.append(f"{a}.kind = ANY(%s)")
-        params.append(list(scope.kinds))
+        params.append(TextArray(scope.kinds))
     if scope.sessions:
         parts.append(f"{a}.session_id = ANY(%s)")
-        params.append(list(scope.sessions))
+        params.append(IntArray(scope.sessions))
     if scope.entity_ids:
         parts.append(
             f"EXISTS (SELECT 1 FROM memory_mention mm WHERE mm.memory_id = {a}.id "
             "AND mm.entity_id = ANY(%s))"
         )
-        params.append(list(scope.entity_ids))
+        params.append(IntArray(scope.entity_ids))
     if scope.occurred_after:
         parts.append(f"{a}.occurred_at >= %s")
         params.append(scope.occurred_after)

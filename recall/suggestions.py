@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection
 
 from accounts.principals import Principal
+from config.db.arrays import IntArray
 from memory.models import Conflict, ConflictStatus
 from recall.cascade import CascadeState
 from recall.communities import communities_for_pack
@@ -72,7 +73,7 @@ def suggested_actions(principal: Principal, pack: ContextPack) -> list[dict[str,
             "SELECT EXISTS (SELECT 1 FROM memory_conflictalternative a "
             "JOIN memory_conflict k ON k.id = a.conflict_id "
             "WHERE a.memory_id = ANY(%s) AND k.status = %s)",
-            [ids, ConflictStatus.OPEN],
+            [IntArray(ids), ConflictStatus.OPEN],
         )
         if not c.fetchone()[0]:
             return actions

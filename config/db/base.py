@@ -18,7 +18,7 @@ from django.db.backends.postgresql import base
 from django.db.backends.postgresql import creation as base_creation
 
 from config import database
-from config.db import roles
+from config.db import arrays, roles
 
 _checked_vector: set[str] = set()
 
@@ -77,6 +77,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
+        arrays.register(connection.adapters)
         key = f"{conn_params.get('host')}:{conn_params.get('port')}"
         if key not in _checked_vector:
             with connection.cursor() as cursor:
