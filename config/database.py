@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import subprocess
 import threading
 import warnings
 from pathlib import Path
@@ -38,11 +39,11 @@ _TUNING = {
     "jit": "off",
 }
 
-# PostgreSQL's own default of 128 MB held a fifth of the 100k bench database: every
-# recall copied pages in from the OS cache (22% of heap reads missed), and the server
-# spent 21-23 ms of CPU per recall under load against 15.5-18 ms with 1 GB, 39-43 vs
-# 47-56 recalls/s (docs/benchmarks.md, session 15). A quarter of the machine's memory,
-# capped at 4 GB: the usual sizing for a server that shares its machine.
+# PostgreSQL's own default of 128 MB held a fifth of the 100k bench database: recalls
+# copied pages in from the OS cache (22% of heap block reads missed since the corpus
+# load), and the server spent 21-23 ms of CPU per recall under load against 15.5-18 ms
+# with 1 GB, 39-43 vs 47-56 recalls/s (docs/benchmarks.md, session 15). A quarter of
+# the machine's memory, capped at 4 GB: the usual sizing for a server that shares it.
 SHARED_BUFFERS_MIN_MB = 128
 SHARED_BUFFERS_MAX_MB = 4096
 _SIZE = re.compile(r"^\s*(\d+)\s*(kB|MB|GB|TB)?\s*$", re.IGNORECASE)
@@ -178,12 +179,19 @@ def _restart_if_sole_user(server: object, data_dir: Path) -> bool:
             pids = list(server.global_process_id_list.get())  # type: ignore[attr-defined]
             if pids != [os.getpid()]:
                 return False
-            pg_ctl(
-                ["-w", "restart", "-m", "fast"],
-                pgdata=data_dir,
-                user=server.system_user,  # type: ignore[attr-defined]
-                timeout=60,
-            )
+            try:
+                pg_ctl(
+                    ["-w", "restart", "-m", "fast"],
+                    pgdata=data_dir,
+                    user=server.system_user,  # type: ignore[attr-defined]
+                    timeout=60,
+                )
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                raise ImproperlyConfigured(
+                    f"Could not restart the embedded PostgreSQL in {data_dir} for "
+                    f"shared_buffers: {exc}. See {data_dir / 'log'}; "
+                    "MNEMO_PG_SHARED_BUFFERS sets a smaller size."
+                ) from exc
             server.ensure_postgres_running()  # type: ignore[attr-defined]
         return True
     except (AttributeError, ImportError, TypeError) as exc:
