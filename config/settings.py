@@ -304,7 +304,9 @@ MNEMO_EMBEDDING_BACKEND = os.environ.get("MNEMO_EMBEDDING_BACKEND", "torch")
 # recall_all@5 0.915 against 0.930, under the 0.92 target: docs/benchmarks.md, sessions
 # 14 and 15); "" uses MNEMO_EMBEDDING_BACKEND. If the export fails, queries fall back to
 # that backend.
-MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get("MNEMO_QUERY_EMBEDDING_BACKEND", "onnx")
+MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get(
+    "MNEMO_QUERY_EMBEDDING_BACKEND", "onnx"
+)
 # Arithmetic of the torch backend's document batches: "fp32"; "bf16" (autocast: on a CPU
 # with AMX the model runs ~3x faster, vectors at cosine >= 0.9999 to fp32's); "auto"
 # (default): bf16 where the CPU has AMX-BF16, else fp32. Measured in docs/benchmarks.md.
