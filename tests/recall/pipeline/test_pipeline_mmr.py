@@ -39,6 +39,41 @@ def test_mmr_prefers_diverse_items_over_similar_ones():
     assert dropped == []
 
 
+def test_mmr_similarity_ignores_function_words():
+    # Item 2 shares only function words with item 1 ("I", "the", "to", "my", "a",
+    # "was"): on every word its Jaccard with item 1 is 0.47, which used to demote it
+    # below the weaker item 3; on content words the two share nothing.
+    items = [FusedItem(1, 1.0), FusedItem(2, 0.52), FusedItem(3, 0.5)]
+    items.append(FusedItem(4, 0.0))
+    texts = {
+        1: "I went to the beach with my sister and it was a sunny day",
+        2: "I drove to the museum with my uncle and it was a rainy evening",
+        3: "Museum tickets cost twenty dollars",
+        4: "unrelated filler",
+    }
+    kept, dropped = mmr_dedupe(items, texts, lambda_=0.7, jaccard_threshold=0.85)
+    assert [item.memory_id for item in kept][:3] == [1, 2, 3]
+    assert dropped == []
+    # Content words still count: a second beach-with-sister row is demoted.
+    texts[2] = "my sister and I loved the sunny beach day"
+    kept, _ = mmr_dedupe(items, texts, lambda_=0.7, jaccard_threshold=0.85)
+    assert [item.memory_id for item in kept][:3] == [1, 3, 2]
+
+
+def test_mmr_rejects_a_threshold_outside_0_1():
+    with pytest.raises(ValueError, match="jaccard_threshold"):
+        mmr_dedupe([FusedItem(1, 1.0)], {1: "x"}, jaccard_threshold=0)
+
+
+def test_mmr_near_duplicates_are_judged_on_every_word():
+    # Same content words, different people: not duplicates (kept, just demoted).
+    items = [FusedItem(1, 1.0), FusedItem(2, 0.9)]
+    texts = {1: "I went to Paris", 2: "They went to Paris"}
+    kept, dropped = mmr_dedupe(items, texts)
+    assert [item.memory_id for item in kept] == [1, 2]
+    assert dropped == []
+
+
 def test_mmr_respects_limit():
     items = [FusedItem(i, 1.0 / i) for i in range(1, 6)]
     kept, _ = mmr_dedupe(items, {i: f"text {i}" for i in range(1, 6)}, limit=2)
