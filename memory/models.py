@@ -107,6 +107,14 @@ class MemoryQuerySet(VisibleQuerySet):
 class Memory(AccessControlled):
     """One row for every tier and kind, so one HNSW and one GIN index serve every phase."""
 
+    # No one-column index: the (org, ...) indexes below serve every org lookup, and
+    # each index is written twice per message (insert, then the embedding's update).
+    org = models.ForeignKey(
+        "accounts.Organization",
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+    )
     # No index of its own: ``memory_session_seq`` (session, seq) serves session
     # lookups, and with both present the planner took the one-column index for the
     # neighbour join, reading a whole session per hit (6.5 ms -> 0.8 ms per recall at
@@ -197,7 +205,6 @@ class Memory(AccessControlled):
             ),
             models.Index(fields=["org", "occurred_at"], name="memory_org_occurred"),
             models.Index(fields=["session", "seq"], name="memory_session_seq"),
-            models.Index(fields=["org", "content_sha256"], name="memory_org_sha"),
             # Recall reads the org's distinct speakers by a skip scan over this index.
             models.Index(fields=["org", "speaker"], name="memory_org_speaker"),
             # Recall checks per request whether the org has chunks / artifacts at all.
