@@ -297,14 +297,16 @@ MNEMO_EMBEDDING_ENABLED = env_bool("MNEMO_EMBEDDING_ENABLED", True)
 # "torch" (default) or "onnx-int8": ONNX Runtime, int8 dynamic quantisation, exported
 # locally from the same model on first use (docs/benchmarks.md has the trade-off).
 MNEMO_EMBEDDING_BACKEND = os.environ.get("MNEMO_EMBEDDING_BACKEND", "torch")
-# Backend for recall's query embeddings. "onnx" (default): the same model exported to
-# ONNX, float32 (cosine to torch 0.9999999; one query 6.5-7.4 ms on an AMD EPYC core,
-# 4.9 on a Xeon with AMX); "onnx-int8": quantised to int8 with per-channel scales
-# (2.8-3.0 / 1.8 ms; LoCoMo dev recall@10 0.770 against 0.769, but LongMemEval session
-# recall_all@5 0.915 against 0.930, under the 0.92 target: docs/benchmarks.md, sessions
-# 14 and 15); "" uses MNEMO_EMBEDDING_BACKEND. If the export fails, queries fall back to
-# that backend.
-MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get("MNEMO_QUERY_EMBEDDING_BACKEND", "onnx")
+# Backend for recall's query embeddings. "onnx-int8" (default): the same model exported
+# to ONNX and quantised to int8 with per-channel scales (one query 2.8-3.0 ms on an AMD
+# EPYC core, 1.8 on a Xeon with AMX); "onnx": the float32 export (6.5-7.4 / 4.9 ms);
+# "" uses MNEMO_EMBEDDING_BACKEND. Session 17 (float32 documents, EPYC): LoCoMo dev
+# recall@10 0.777 int8 against 0.776 float32, LongMemEval turn / session recall_all@5
+# 0.803 / 0.930 (docs/benchmarks.md, sessions 14-17). If the export fails, queries fall
+# back to the main backend.
+MNEMO_QUERY_EMBEDDING_BACKEND = os.environ.get(
+    "MNEMO_QUERY_EMBEDDING_BACKEND", "onnx-int8"
+)
 # Arithmetic of the torch backend's document batches: "fp32"; "bf16" (autocast: on a CPU
 # with AMX the model runs ~3x faster, vectors at cosine >= 0.9999 to fp32's); "auto"
 # (default): bf16 where the CPU has AMX-BF16, else fp32. Measured in docs/benchmarks.md.
