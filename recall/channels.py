@@ -619,6 +619,16 @@ def any_eligible(scopes: Sequence[Scope]) -> list[bool]:
     return store_probe(scopes).present
 
 
+PRESENCE_TTL_S = 60.0
+_presence_cache: dict[tuple[str, ...], tuple[float, bool]] = {}
+
+
+def clear_caches() -> None:
+    """Forget every per-process cache of this module (tests; nothing else needs to)."""
+    for cache in (_df_cache, _population_cache, _speakers_cache, _presence_cache):
+        cache.clear()
+
+
 @dataclass(frozen=True)
 class StoreProbe:
     present: list[bool]  # per scope asked about: any eligible row at all
@@ -635,6 +645,7 @@ def store_probe(
     config_org: int | None = None,
     ef_search: int | None = None,
     entity_names: Sequence[str] = (),
+    async_commit: bool = False,
 ) -> StoreProbe:
     """What a recall needs to know about the store before it runs, in one round trip.
 
@@ -643,7 +654,8 @@ def store_probe(
     see yet, the org's reinforcement weight and whether it has any community; with
     ``ef_search`` it also sets the transaction's vector search parameters
     (:func:`set_vector_search_params`), with ``entity_names`` (and ``config_org``)
-    it looks up the query's entities (:func:`find_entities`).
+    it looks up the query's entities (:func:`find_entities`); with ``async_commit``
+    it does what ``recall.services._telemetry_commit`` does, in this round trip.
     """
     parts: list[str] = []
     params: list[Any] = []
@@ -668,6 +680,12 @@ def store_probe(
             head.append("set_config('hnsw.ef_search', %s, true)")
             params.append(str(ef))
         head.append("set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+    if async_commit:
+        head.append(
+            "CASE WHEN pg_current_xact_id_if_assigned() IS NULL THEN "
+            "set_config('synchronous_commit', 'off', true) END"
+        )
+    settings_read = len(head)
     names = _normalised_names(entity_names)
     if names and config_org is not None:
         head.append(
@@ -675,8 +693,21 @@ def store_probe(
             f"COALESCE(e.merged_into_id, e.id))), '[]') {_ENTITY_MATCH})"
         )
         params += [config_org, names, names]
+    # A scope seen holding an eligible row is not asked again for a while: planning
+    # its EXISTS (a table with two dozen indexes) cost ~0.5 ms a recall, ~90% of the
+    # probe (docs/benchmarks.md, session 18). Only "present" is remembered: a scope
+    # that emptied since runs its phase and finds nothing; an empty one that filled
+    # is seen at once.
+    known: list[bool | None] = []
+    keys: list[tuple[str, ...]] = []
     for scope in scopes:
         where, p = eligibility_sql(scope)
+        key = _scope_key(where, p)
+        keys.append(key)
+        if _cached(_presence_cache, key):
+            known.append(True)
+            continue
+        known.append(None)
         parts.append(f"EXISTS (SELECT 1 FROM memory_memory m WHERE {where})")
         params += p
     if pending is not None:
@@ -693,13 +724,12 @@ def store_probe(
         parts.append("EXISTS (SELECT 1 FROM recall_community WHERE org_id = %s)")
         params += [config_org, config_org]
     if not parts and not head:
-        return StoreProbe([], 0, 0.0)
+        return StoreProbe([True] * len(known), 0, 0.0)
     with connection.cursor() as c:
         c.execute("SELECT " + ", ".join(head + parts), params)
         row = list(c.fetchone())
     entities = None
-    if ef_search is not None:
-        row = row[2:]
+    row = row[settings_read:]
     if names and config_org is not None:
         found = row.pop(0)
         found = json.loads(found) if isinstance(found, str) else found
@@ -707,7 +737,14 @@ def store_probe(
     communities = bool(row.pop()) if config_org is not None else True
     weight = float(row.pop() or 0.0) if config_org is not None else 0.0
     count = int(row.pop()) if pending is not None else 0
-    return StoreProbe([bool(v) for v in row], count, weight, communities, entities)
+    asked = iter(row)
+    present = []
+    for key, hit in zip(keys, known, strict=True):
+        value = hit if hit is not None else bool(next(asked))
+        if value and hit is None:
+            _remember(_presence_cache, key, True, PRESENCE_TTL_S)
+        present.append(value)
+    return StoreProbe(present, count, weight, communities, entities)
 
 
 def recent_rows(scope: Scope, *, k: int, channel: str = "recent") -> list[ChannelHit]:

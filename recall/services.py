@@ -114,6 +114,11 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
     # No savepoint: a request already runs in one transaction (the RLS middleware),
     # and SAVEPOINT / RELEASE were two round trips of every recall. Nothing inside
     # raises on purpose: a strict failure is raised after the block.
+    # Inside a caller's transaction the event below commits with everything read
+    # here, so the probe's round trip can also make that commit asynchronous.
+    telemetry_early = (
+        request.record_event and not request.strict and connection.in_atomic_block
+    )
     with transaction.atomic(savepoint=False):
         names = list(intent.entities) + list(request.entities or ())
         candidates = sorted(set(names) | set(intent.keywords))
@@ -143,6 +148,7 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
                 config_org=principal.org_id,
                 ef_search=None if request.entities else max(100, 2 * request.limit),
                 entity_names=() if request.entities else candidates,
+                async_commit=telemetry_early,
             ),
         )
         if probe.entities is not None:
@@ -197,7 +203,8 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
     pack.timings_ms = {k: round(v, 2) for k, v in state.timings.items()}
     if request.record_event:
         with transaction.atomic(savepoint=False):
-            _telemetry_commit()
+            if not telemetry_early:
+                _telemetry_commit()
             event = RecallEvent.objects.create(
                 org_id=principal.org_id,
                 principal=principal.label,
@@ -284,7 +291,8 @@ def _telemetry_commit() -> None:
     recall events, never a memory: a transaction that already wrote anything else
     keeps the server's setting. Anything written after this in the same transaction
     commits asynchronously too: a caller that writes more calls :func:`durable_commit`
-    (the playground's audit does).
+    (the playground's audit does). Inside a caller's transaction a non-strict recall
+    has the store probe do this instead (one round trip fewer).
     """
     with connection.cursor() as c:
         c.execute(

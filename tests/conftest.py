@@ -109,3 +109,13 @@ def client_for(world: World, name: str) -> APIClient:
 @pytest.fixture
 def as_persona(world: World):  # type: ignore[no-untyped-def]
     return lambda name: client_for(world, name)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_recall_caches() -> Any:
+    """Recall's per-process caches (store presence, term counts, speakers) are keyed
+    by ids that another test's rolled-back rows may have used: start each test empty."""
+    from recall import channels
+
+    channels.clear_caches()
+    yield

@@ -126,6 +126,11 @@ def pack_to_budget(
     return PackResult(packed=tuple(packed), omitted=tuple(omitted), total_tokens=used)
 
 
+# At most ~4096 x 2,000 characters (~8 MB of text) held per counter.
+TOKEN_CACHE_SIZE = 4096
+TOKEN_CACHE_MAX_CHARS = 2000
+
+
 @functools.lru_cache(maxsize=8)
 def _encoding(name: str) -> bpe_openai.Encoding:
     with warnings.catch_warnings():
@@ -144,10 +149,21 @@ def make_token_counter(encoding: str = "cl100k_base") -> Callable[[str], int]:
     Text is counted as ordinary text: a memory that happens to contain a special
     token marker such as ``<|endoftext|>`` is counted, not rejected. The encoding
     is loaded once per process and shared.
+
+    Counts of texts up to ``TOKEN_CACHE_MAX_CHARS`` are remembered (bounded LRU):
+    a recall counts each packed row twice and the same rows recur across recalls,
+    and a stored row's content never changes (corrections supersede).
     """
     enc = _encoding(encoding)
 
-    def count_tokens(text: str) -> int:
+    @functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
+    def cached(text: str) -> int:
         return len(enc.encode_ordinary(text))
 
+    def count_tokens(text: str) -> int:
+        if len(text) <= TOKEN_CACHE_MAX_CHARS:
+            return cached(text)
+        return len(enc.encode_ordinary(text))
+
+    count_tokens.cache_info = cached.cache_info  # type: ignore[attr-defined]
     return count_tokens

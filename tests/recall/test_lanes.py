@@ -321,6 +321,30 @@ def test_budget_levels_change_depth_graph_and_phases(world, trip):
     )
 
 
+def test_presence_probe_remembers_present_scopes_only(world, trip):
+    from recall import channels
+
+    alice, carol = world.principal("alice"), world.principal("carol")
+    chunks = Scope(principal=alice, tiers=("raw",), kinds=("chunk",))
+    messages = Scope(principal=alice, tiers=("raw",))
+    elsewhere = Scope(principal=carol, tiers=("raw",))
+
+    def probe(*scopes):
+        with CaptureQueriesContext(connection) as q:
+            present = channels.store_probe(list(scopes)).present
+        probes = "EXISTS (SELECT 1 FROM memory_memory"
+        return present, sum(s["sql"].count(probes) for s in q)
+
+    assert probe(chunks, messages, elsewhere) == ([False, True, False], 3)
+    # The scope found present is not asked again; the empty ones are, every time,
+    # and another org's scope never shares an entry with this one.
+    assert probe(chunks, messages, elsewhere) == ([False, True, False], 2)
+    remember(alice, MemoryInput(content="Kiln manual: glaze at 1200", kind="chunk"))
+    assert probe(chunks, messages, elsewhere) == ([True, True, False], 2)
+    assert probe(chunks, messages, elsewhere) == ([True, True, False], 1)
+    assert probe(messages, chunks) == ([True, True], 0)
+
+
 def test_phase_three_runs_when_chunks_exist_and_embeds_variants(world, trip):
     alice = world.principal("alice")
     remember(

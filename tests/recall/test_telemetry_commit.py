@@ -81,3 +81,24 @@ def test_the_playground_audit_commits_durably(world):
         assert _synchronous_commit() == "on"
     event = RecallEvent.objects.get(pk=pack.recall_id)
     assert event.params["playground"]["username"] == "olivia"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("strict", [False, True])
+def test_inside_a_transaction_the_store_probe_sets_it_without_a_round_trip(
+    world, strict
+):
+    from django.test.utils import CaptureQueriesContext
+
+    alice = world.principal("alice")
+    _remember(alice, "The pottery workshop is on Tuesday")
+    services.memory_embed(ids=list(Memory.objects.values_list("pk", flat=True)))
+    with transaction.atomic(), CaptureQueriesContext(connection) as q:
+        pack = recall_run(alice, RecallRequest(query="pottery workshop", strict=strict))
+        assert _synchronous_commit() == "off"
+    setting = [s["sql"] for s in q if "synchronous_commit" in s["sql"]]
+    assert len(setting) == 2  # the one that sets it, and SHOW above
+    # A strict recall can still fail after the probe, so it sets it on its own, just
+    # before the event; any other recall does it in the probe's round trip.
+    assert ("hnsw.ef_search" in setting[0]) is not strict
+    assert RecallEvent.objects.filter(pk=pack.recall_id).exists()

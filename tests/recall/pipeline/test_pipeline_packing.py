@@ -83,6 +83,19 @@ def test_token_counter_counts_exact_cl100k_tokens_and_tolerates_special_markers(
     assert make_token_counter("cl100k_base") is not count  # fresh closure, cached enc
 
 
+def test_token_counter_remembers_short_texts_only_and_counts_the_same():
+    from recall.pipeline.packing import TOKEN_CACHE_MAX_CHARS, _encoding
+
+    count = make_token_counter()
+    enc = _encoding("cl100k_base")
+    short = "Caroline went to the pottery workshop in Boston " * 3
+    long = "word " * (TOKEN_CACHE_MAX_CHARS // 5 + 1)
+    for text in (short, short, long, long):
+        assert count(text) == len(enc.encode_ordinary(text))
+    info = count.cache_info()
+    assert (info.hits, info.misses, info.currsize) == (1, 1, 1)
+
+
 @st.composite
 def pack_inputs(draw):
     ids = draw(st.lists(st.integers(1, 30), min_size=0, max_size=20))
