@@ -44,7 +44,8 @@ class Options:
     load_seconds: float = 60.0
     ingest_messages: int = 300
     recall_checks: int = 50
-    ef_search_sweep: tuple[int, ...] = (40, 100, 200, 400)
+    # 200 and 800 are what recall uses (a tenant index under / over 100k rows).
+    ef_search_sweep: tuple[int, ...] = (40, 100, 200, 400, 800)
     http: bool = True
     web_workers: int = 2
     ingest_timeout_s: float = 120.0

@@ -243,17 +243,25 @@ def length_buckets(texts: list[str], batch_size: int) -> list[list[int]]:
 
 
 def embed_queries(texts: list[str]) -> np.ndarray:
-    """Like :func:`embed_texts`, with a bounded per-process cache for repeated queries."""
-    missing = [t for t in dict.fromkeys(texts) if t not in _query_cache]
+    """Like :func:`embed_texts`, with a bounded per-process cache for repeated queries.
+
+    Each query is embedded on its own: the int8 query model quantises activations
+    with one scale per batch, so a text embedded beside others (and their padding)
+    got a different vector than alone (cosine 0.990 measured, session 18), and which
+    one the cache kept depended on how the text was first seen. A query's vector now
+    depends on its text only.
+    """
+    found = {t: _query_cache[t] for t in dict.fromkeys(texts) if t in _query_cache}
+    for text in found:
+        _query_cache.move_to_end(text)
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
     if missing:
-        vectors = embed_texts(missing, model=get_query_model())
-        for text, vector in zip(missing, vectors, strict=True):
-            _query_cache[text] = vector
+        model = get_query_model()
+        for text in missing:
+            found[text] = _query_cache[text] = embed_texts([text], model=model)[0]
             if len(_query_cache) > _QUERY_CACHE_SIZE:
                 _query_cache.popitem(last=False)
-    for text in texts:
-        _query_cache.move_to_end(text)
-    return np.stack([_query_cache[t] for t in texts])
+    return np.stack([found[t] for t in texts])
 
 
 def reset_query_cache() -> None:

@@ -64,6 +64,19 @@ def test_query_embeddings_use_the_float32_onnx_export_equal_to_torch(
     assert (got * want).sum(axis=1).min() > 0.99999
 
 
+def test_a_query_vector_depends_on_its_text_only_not_on_its_batch(settings, reloaded):
+    """The int8 query model scales activations per batch: embedded beside other texts
+    a query came out different (cosine ~0.990) from the same query alone."""
+    settings.MNEMO_QUERY_EMBEDDING_BACKEND = "onnx-int8"
+    together = embeddings.embed_queries(TEXTS)
+    embeddings.reset_query_cache()
+    alone = np.stack([embeddings.embed_queries([t])[0] for t in TEXTS])
+    assert np.array_equal(together, alone)
+    # Repeats and cache hits keep input order.
+    again = embeddings.embed_queries([TEXTS[1], "a new one", TEXTS[1]])
+    assert np.array_equal(again[0], alone[1]) and np.array_equal(again[2], alone[1])
+
+
 def test_a_query_backend_that_cannot_load_falls_back_to_the_main_one(
     settings, reloaded
 ):
