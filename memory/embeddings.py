@@ -251,10 +251,11 @@ def embed_queries(texts: list[str]) -> np.ndarray:
     one the cache kept depended on how the text was first seen. A query's vector now
     depends on its text only.
     """
-    found = {t: _query_cache[t] for t in dict.fromkeys(texts) if t in _query_cache}
+    unique = dict.fromkeys(texts)
+    found = {t: _query_cache[t] for t in unique if t in _query_cache}
     for text in found:
         _query_cache.move_to_end(text)
-    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    missing = [t for t in unique if t not in found]
     if missing:
         model = get_query_model()
         for text in missing:
