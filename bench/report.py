@@ -91,8 +91,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
                 )
     out += [
         "",
-        "| size | DB MiB | memory table+indexes MiB | HNSW MiB | GIN MiB | "
-        "per 100k: total / HNSW / GIN MiB |",
+        "| size | DB MiB | memory table+indexes MiB | HNSW MiB (shared / all) | "
+        "GIN MiB (shared / all) | per 100k: total / HNSW / GIN MiB (all) |",
         "|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
@@ -102,8 +102,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
         p, idx = s["per_100k_mib"], s["indexes_mib"]
         out.append(
             f"| {r['size']:,} | {s['database_mib']} | {s['memory_total_mib']} | "
-            f"{idx.get('memory_embedding_hnsw', '-')} | "
-            f"{idx.get('memory_search_gin', '-')} | "
+            f"{idx.get('memory_embedding_hnsw', '-')} / {s.get('hnsw_mib', '-')} | "
+            f"{idx.get('memory_search_gin', '-')} / {s.get('gin_mib', '-')} | "
             f"{p['memory_total']} / {p['hnsw']} / {p['gin']} |"
         )
     return "\n".join(out) + "\n"

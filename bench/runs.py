@@ -282,15 +282,20 @@ def sizes() -> dict[str, Any]:
         idx = {name: round(b / 2**20, 1) for name, b in c.fetchall()}
     per = 100_000 / max(1, rows)
     mib = 2**20
+    # Every HNSW (GIN) index of the table: the shared one and the tenants' own.
+    hnsw = sum(v for name, v in idx.items() if "hnsw" in name)
+    gin = sum(v for name, v in idx.items() if "gin" in name)
     return {
         "rows": rows,
         "database_mib": round(db / mib, 1),
         "memory_total_mib": round(total / mib, 1),
         "memory_heap_mib": round(heap / mib, 1),
         "indexes_mib": idx,
+        "hnsw_mib": round(hnsw, 1),
+        "gin_mib": round(gin, 1),
         "per_100k_mib": {
             "memory_total": round(total / mib * per, 1),
-            "hnsw": round(idx.get("memory_embedding_hnsw", 0) * per, 1),
-            "gin": round(idx.get("memory_search_gin", 0) * per, 1),
+            "hnsw": round(hnsw * per, 1),
+            "gin": round(gin * per, 1),
         },
     }

@@ -190,6 +190,9 @@ class Memory(AccessControlled):
         ordering = ["-recorded_at", "-id"]
         verbose_name_plural = "memories"
         indexes = [
+            # Built over every row; once orgs have their own partial indexes,
+            # memory/vector_indexes.py rebuilds it over the other orgs' rows only
+            # (a WHERE the migrations do not track; same name, same opclass).
             HnswIndex(
                 name="memory_embedding_hnsw",
                 fields=["embedding"],

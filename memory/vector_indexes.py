@@ -13,6 +13,18 @@ embedded rows and drops those of orgs that fell under half of it (hysteresis, so
 org near the line does not flap). Indexes are built ``CONCURRENTLY`` as the table
 owner: writes go on while they build. Run it from ``manage.py vector_indexes`` or the
 nightly beat task; both are idempotent.
+
+The **shared** HNSW index (``memory_embedding_hnsw``, built by the migrations over every
+row) is then rebuilt as a partial index over the rows of orgs *without* an index of
+their own (``WHERE org_id <> ALL ('{...}')``): only they search it, yet every stored
+vector went into it. At 1M rows storing one vector of a small org cost 2.44 ms warm
+and 23.8 ms cold, 0.19-0.33 ms with the shared graph (1M nodes, 1.8 GB) out of the way;
+a large tenant's row went into two graphs (docs/benchmarks.md, session 18). The new
+index is built concurrently beside the old one and takes its name, so a small org's
+query always has one; a tenant losing its own index is put back into the shared one
+*before* its own is dropped. PostgreSQL proves ``org_id = 50`` implies such a predicate
+only for lists of up to 100 constants (``MAX_SAOP_ARRAY_SIZE`` in predtest.c): past
+:data:`SHARED_EXCLUDE_MAX` tenants with their own index the shared index stays whole.
 """
 
 from __future__ import annotations
@@ -71,6 +83,13 @@ def _kinds_for(rows: int) -> tuple[re.Pattern[str], ...]:
 # for 122-129 s of build instead of 92 (docs/benchmarks.md, session 11).
 HNSW_WITH = "m = 16, ef_construction = 200"
 
+SHARED = "memory_embedding_hnsw"  # named in memory/models.py, built by migration 0002
+SHARED_NEXT = f"{SHARED}_next"  # its replacement while it builds
+# As the migration builds it (memory/migrations/0002_initial.py).
+SHARED_WITH = "m = 16, ef_construction = 64"
+SHARED_EXCLUDE_MAX = 100
+_ORG_IDS = re.compile(r"\d+")
+
 
 @dataclass
 class IndexPlan:
@@ -80,6 +99,14 @@ class IndexPlan:
     built_s: dict[int, float] = field(default_factory=dict)
     rebuilt: list[int] = field(default_factory=list)  # invalid indexes dropped first
     trim: list[tuple[int, int]] = field(default_factory=list)  # knowledge ones dropped
+    # The orgs the shared HNSW index leaves out: now (None: no such index), and after.
+    shared_before: set[int] | None = None
+    shared_after: set[int] = field(default_factory=set)
+    shared_built_s: float | None = None
+
+    @property
+    def shared_rebuild(self) -> bool:
+        return self.shared_before != self.shared_after
 
 
 def index_name(org_id: int) -> str:
@@ -215,7 +242,60 @@ def plan(min_rows: int | None = None) -> IndexPlan:
             out.drop.append((org, n))
         else:
             out.keep.append((org, n))
+    out.shared_before = shared_excluded()
+    own = {o for o, _ in out.create} | {o for o, _ in out.keep if valid[_NAME].get(o)}
+    out.shared_after = shared_exclusion(own, rows=rows)
     return out
+
+
+def shared_exclusion(own: set[int], *, rows: dict[int, int]) -> set[int]:
+    """The orgs the shared HNSW index should leave out, given those with (or about
+    to get) their own: all of them, or none past :data:`SHARED_EXCLUDE_MAX` (the
+    planner could no longer prove a small org's rows are in the partial index)."""
+    own = {o for o in own if rows.get(o, 0) > 0}
+    return own if len(own) <= SHARED_EXCLUDE_MAX else set()
+
+
+def shared_excluded() -> set[int] | None:
+    """The orgs the shared HNSW index leaves out now (empty: it covers every row),
+    or None when there is no valid shared index."""
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT i.indisvalid, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i "
+            "WHERE i.indexrelid = to_regclass(%s)",
+            [SHARED],
+        )
+        row = c.fetchone()
+    if row is None or not row[0]:
+        return None
+    return {int(n) for n in _ORG_IDS.findall(row[1] or "")}
+
+
+def shared_index_sql(name: str, excluded: set[int]) -> str:
+    """``CREATE INDEX CONCURRENTLY`` of the shared HNSW index without ``excluded``."""
+    where = ""
+    if excluded:
+        where = f" WHERE org_id <> ALL ('{{{','.join(map(str, sorted(excluded)))}}}')"
+    return (
+        f"CREATE INDEX CONCURRENTLY {name} ON memory_memory "
+        f"USING hnsw (embedding vector_cosine_ops) WITH ({SHARED_WITH}){where}"
+    )
+
+
+def _rebuild_shared(c, excluded: set[int], rows: dict[int, int]) -> float:
+    """Build the shared index anew beside the old one, then let it take the name
+    (queries always have one of the two). Returns the build time in seconds."""
+    started = time.perf_counter()
+    covered = sum(n for org, n in rows.items() if org not in excluded)
+    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SHARED_NEXT}")  # a failed build's
+    c.execute(f"SET maintenance_work_mem = '{build_memory(covered)}'")
+    c.execute(shared_index_sql(SHARED_NEXT, excluded))
+    c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SHARED}")
+    c.execute(f"ALTER INDEX {SHARED_NEXT} RENAME TO {SHARED}")
+    logger.info(
+        "rebuilt %s over %d rows, leaving out %d orgs", SHARED, covered, len(excluded)
+    )
+    return round(time.perf_counter() - started, 2)
 
 
 def sync_tenant_indexes(
@@ -250,6 +330,12 @@ def sync_tenant_indexes(
                     c.execute(statement)
                 todo.built_s[org] = round(time.perf_counter() - started, 2)
                 logger.info("built %s over %d rows", index_name(org), n)
+            if todo.shared_rebuild:
+                # Before any tenant index goes: a dropped tenant is back in the
+                # shared index first.
+                todo.shared_built_s = _rebuild_shared(
+                    c, todo.shared_after, _embedded_rows()
+                )
             for org, n in todo.drop:
                 for name in _names(org).values():
                     c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
@@ -257,6 +343,6 @@ def sync_tenant_indexes(
             for org, _ in todo.trim:
                 for kind in (_KNOWLEDGE_GIN_NAME, _KNOWLEDGE_NAME):
                     c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {_names(org)[kind]}")
-            if todo.create or todo.drop or todo.trim:
+            if todo.create or todo.drop or todo.trim or todo.shared_rebuild:
                 c.execute("ANALYZE memory_memory")
     return todo

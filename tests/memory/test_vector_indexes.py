@@ -41,6 +41,9 @@ def cleanup_indexes():
         for org in vector_indexes.existing() | vector_indexes.invalid():
             for name in vector_indexes._names(org).values():
                 c.execute(f"DROP INDEX IF EXISTS {name}")
+    # No tenant has its own index now: the shared one goes back over every row.
+    vector_indexes.sync_tenant_indexes(min_rows=10**9)
+    assert vector_indexes.shared_excluded() == set()
 
 
 def _vector_ids(principal, query):
@@ -239,3 +242,97 @@ def test_knowledge_tier_indexes_only_for_the_largest_tenants(
     assert [org for org, _ in shrunk.trim] == [world.acme.pk] and not shrunk.drop
     assert vector_indexes.with_knowledge_indexes() == set()
     assert vector_indexes.existing() == {world.acme.pk}
+
+
+def _shared_definition():
+    with connection.cursor() as c:
+        c.execute("SELECT pg_get_indexdef(%s::regclass)", [vector_indexes.SHARED])
+        return c.fetchone()[0]
+
+
+def test_the_shared_index_leaves_out_tenants_with_their_own(world, cleanup_indexes):
+    acme, globex = world.principal("agent_a"), world.principal("agent_globex")
+    _stock(acme, TEXTS)
+    _stock(globex, TEXTS[:2])
+    query = "when does the new office open?"
+    before = {p: _vector_ids(p, query) for p in (acme, globex)}
+    shared = vector_indexes.SHARED
+    assert vector_indexes.shared_excluded() == set()  # as the migration built it
+    assert shared in _plan(globex, query) and shared in _plan(acme, query)
+
+    todo = vector_indexes.sync_tenant_indexes(min_rows=5)
+
+    # Rebuilt over the other orgs' rows only: a row of Acme goes into one graph.
+    assert todo.shared_rebuild and todo.shared_built_s is not None
+    assert vector_indexes.shared_excluded() == {world.acme.pk}
+    assert f"WHERE (org_id <> ALL ('{{{world.acme.pk}}}'" in _shared_definition()
+    assert "m='16'" in _shared_definition().replace(" ", "")
+    # The planner proves Globex's rows are in it, and Acme's are not.
+    assert shared in _plan(globex, query)
+    acme_plan = _plan(acme, query)
+    assert shared not in acme_plan
+    assert vector_indexes.index_name(world.acme.pk) in acme_plan
+    assert {p: _vector_ids(p, query) for p in (acme, globex)} == before
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT count(*) FROM pg_class WHERE relname = %s", [f"{shared}_next"]
+        )
+        assert c.fetchone()[0] == 0  # the new index took the name
+    # Idempotent.
+    again = vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert not again.shared_rebuild and again.shared_built_s is None
+
+    # Acme shrinks under half of the line: back in the shared index before its own
+    # index goes, so its queries never lose an index.
+    dropped = vector_indexes.sync_tenant_indexes(min_rows=20)
+    assert [org for org, _ in dropped.drop] == [world.acme.pk]
+    assert vector_indexes.shared_excluded() == set()
+    assert "WHERE" not in _shared_definition()
+    assert shared in _plan(acme, query)
+    assert {p: _vector_ids(p, query) for p in (acme, globex)} == before
+
+
+def test_a_missing_or_half_built_shared_index_is_rebuilt(world, cleanup_indexes):
+    from config.db import roles
+
+    acme = world.principal("agent_a")
+    _stock(acme, TEXTS)
+    # What a failed rebuild leaves behind (an index under the next name) and what the
+    # benchmark's bulk load leaves (no shared index at all).
+    with roles.owner_mode(connection), connection.cursor() as c:
+        c.execute(f"CREATE INDEX {vector_indexes.SHARED_NEXT} ON memory_memory (id)")
+        c.execute(f"DROP INDEX {vector_indexes.SHARED}")
+    assert vector_indexes.shared_excluded() is None
+    plan = vector_indexes.sync_tenant_indexes(min_rows=10**9, dry_run=True)
+    assert plan.shared_rebuild and vector_indexes.shared_excluded() is None
+
+    todo = vector_indexes.sync_tenant_indexes(min_rows=10**9)
+
+    assert todo.shared_rebuild and vector_indexes.shared_excluded() == set()
+    assert "USING hnsw (embedding vector_cosine_ops)" in _shared_definition()
+    assert vector_indexes.SHARED in _plan(acme, "when does the new office open?")
+
+
+def test_the_shared_index_stays_whole_past_the_planners_list_limit(
+    world, cleanup_indexes
+):
+    """PostgreSQL proves ``org_id = N`` implies ``org_id <> ALL (list)`` only for up
+    to 100 constants; past that a small org's query could not use the shared index."""
+    from config.db import roles
+
+    limit = vector_indexes.SHARED_EXCLUDE_MAX
+    rows = dict.fromkeys(range(1, limit + 2), 10)
+    assert vector_indexes.shared_exclusion(set(range(1, limit + 1)), rows=rows) == set(
+        range(1, limit + 1)
+    )
+    assert vector_indexes.shared_exclusion(set(rows), rows=rows) == set()
+    assert vector_indexes.shared_exclusion({1, 999}, rows=rows) == {1}  # no rows
+
+    globex = world.principal("agent_globex")
+    _stock(globex, TEXTS[:2])
+    others = [world.globex.pk + 1000 + i for i in range(limit + 1)]
+    with roles.owner_mode(connection), connection.cursor() as c:
+        for n, expect in ((limit, True), (limit + 1, False)):
+            vector_indexes._rebuild_shared(c, set(others[:n]), {})
+            used = vector_indexes.SHARED in _plan(globex, "office opening")
+            assert used is expect, n

@@ -10,7 +10,8 @@ class Command(BaseCommand):
     help = (
         "Create a partial HNSW and a partial GIN index for every org with at least "
         "--min-rows embedded "
-        "rows (and drop those of orgs under half of it). Idempotent; builds "
+        "rows (and drop those of orgs under half of it), and keep the shared HNSW "
+        "index over the other orgs' rows only. Idempotent; builds "
         "concurrently, so writes go on."
     )
 
@@ -45,3 +46,17 @@ class Command(BaseCommand):
             self.stdout.write(f"keep {vector_indexes.index_name(org)} ({n} rows)")
         if not (todo.create or todo.drop or todo.keep):
             self.stdout.write("no org is large enough for its own index")
+        shared = vector_indexes.SHARED
+        if todo.shared_rebuild:
+            took = todo.shared_built_s
+            tail = f" in {took:.1f}s" if took is not None else ""
+            left_out = len(todo.shared_after)
+            self.stdout.write(
+                f"{verb}rebuild {shared} leaving out {left_out} orgs{tail}"
+                if left_out
+                else f"{verb}rebuild {shared} over every org{tail}"
+            )
+        else:
+            self.stdout.write(
+                f"keep {shared} (leaving out {len(todo.shared_after)} orgs)"
+            )
