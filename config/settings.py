@@ -283,6 +283,12 @@ MNEMO_EMBEDDING_TASK_ROWS = env_int(
 # Orgs with at least this many embedded rows get a partial HNSW index of their own
 # (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h).
 MNEMO_TENANT_HNSW_MIN_ROWS = env_int("MNEMO_TENANT_HNSW_MIN_ROWS", 5000)
+# What the same sync does with the shared HNSW index the migrations build over every
+# row: "none" (default) drops it, so orgs under the line are scanned exactly (at 1M a
+# 4,445-row org: 2.1 ms exact, 4.1 ms on a partial shared graph; docs/benchmarks.md,
+# session 19) and no stored vector enters a shared graph; "partial" keeps it over the
+# orgs without their own index; "full" keeps it over every row (as before session 19).
+MNEMO_SHARED_HNSW = os.environ.get("MNEMO_SHARED_HNSW", "none")
 # Of those, orgs with at least this many also get a GIN and an HNSW index over their
 # knowledge tiers (cascade phase 1); every partial index costs planning time on every
 # statement, so only the largest tenants get them (docs/benchmarks.md, session 7).

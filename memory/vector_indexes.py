@@ -15,16 +15,23 @@ owner: writes go on while they build. Run it from ``manage.py vector_indexes`` o
 nightly beat task; both are idempotent.
 
 The **shared** HNSW index (``memory_embedding_hnsw``, built by the migrations over every
-row) is then rebuilt as a partial index over the rows of orgs *without* an index of
-their own (``WHERE org_id <> ALL ('{...}')``): only they search it, yet every stored
-vector went into it. At 1M rows storing one vector of a small org cost 2.44 ms warm
-and 23.8 ms cold, 0.19-0.33 ms with the shared graph (1M nodes, 1.8 GB) out of the way;
-a large tenant's row went into two graphs (docs/benchmarks.md, session 18). The new
-index is built concurrently beside the old one and takes its name, so a small org's
-query always has one; a tenant losing its own index is put back into the shared one
-*before* its own is dropped. PostgreSQL proves ``org_id = 50`` implies such a predicate
-only for lists of up to 100 constants (``MAX_SAOP_ARRAY_SIZE`` in predtest.c): past
-:data:`SHARED_EXCLUDE_MAX` tenants with their own index the shared index stays whole.
+row) serves only orgs without an index of their own, yet every stored vector went into
+it: at 1M rows storing one vector of a small org cost 2.44 ms warm and 23.8 ms cold,
+0.19-0.33 ms with the shared graph (1M nodes, 1.8 GB) out of the way, and a large
+tenant's row went into two graphs (docs/benchmarks.md, session 18). And the orgs it is
+for are cheaper to scan exactly: at 1M the planner already scanned a 4,445-row org
+exactly (2.1 ms warm); over a partial shared graph of the six such orgs it took 4.1 ms
+(session 19). So the sync handles it by ``MNEMO_SHARED_HNSW``:
+
+- ``none`` (default): dropped; an org under the line is scanned exactly (~0.45 ms per
+  thousand rows, so an org that outgrows the line between two syncs slows gradually).
+- ``partial``: rebuilt over the rows of orgs without an index of their own (``WHERE
+  org_id <> ALL ('{...}')``), built concurrently beside the old one and renamed; a
+  tenant losing its own index is put back before its own is dropped. PostgreSQL proves
+  ``org_id = 50`` implies such a predicate only for lists of up to 100 constants
+  (``MAX_SAOP_ARRAY_SIZE`` in predtest.c): past :data:`SHARED_EXCLUDE_MAX` tenants with
+  their own index it stays whole.
+- ``full``: kept (or rebuilt) over every row.
 """
 
 from __future__ import annotations
@@ -88,6 +95,7 @@ SHARED_NEXT = f"{SHARED}_next"  # its replacement while it builds
 # As the migration builds it (memory/migrations/0002_initial.py).
 SHARED_WITH = "m = 16, ef_construction = 64"
 SHARED_EXCLUDE_MAX = 100
+SHARED_MODES = ("none", "partial", "full")
 _ORG_IDS = re.compile(r"\d+")
 
 
@@ -99,9 +107,10 @@ class IndexPlan:
     built_s: dict[int, float] = field(default_factory=dict)
     rebuilt: list[int] = field(default_factory=list)  # invalid indexes dropped first
     trim: list[tuple[int, int]] = field(default_factory=list)  # knowledge ones dropped
-    # The orgs the shared HNSW index leaves out: now (None: no such index), and after.
+    # The orgs the shared HNSW index leaves out (empty: none), now and after the sync;
+    # None: no shared index.
     shared_before: set[int] | None = None
-    shared_after: set[int] = field(default_factory=set)
+    shared_after: set[int] | None = None
     shared_built_s: float | None = None
 
     @property
@@ -244,7 +253,18 @@ def plan(min_rows: int | None = None) -> IndexPlan:
             out.keep.append((org, n))
     out.shared_before = shared_excluded()
     own = {o for o, _ in out.create} | {o for o, _ in out.keep if valid[_NAME].get(o)}
-    out.shared_after = shared_exclusion(own, rows=rows)
+    mode = str(settings.MNEMO_SHARED_HNSW)
+    if mode not in SHARED_MODES:
+        raise ValueError(
+            f"MNEMO_SHARED_HNSW must be one of {', '.join(SHARED_MODES)}, not {mode!r}"
+        )
+    out.shared_after = (
+        None
+        if mode == "none"
+        else set()
+        if mode == "full"
+        else shared_exclusion(own, rows=rows)
+    )
     return out
 
 
@@ -330,7 +350,14 @@ def sync_tenant_indexes(
                     c.execute(statement)
                 todo.built_s[org] = round(time.perf_counter() - started, 2)
                 logger.info("built %s over %d rows", index_name(org), n)
-            if todo.shared_rebuild:
+            if todo.shared_rebuild and todo.shared_after is None:
+                # After the tenants' own indexes are built.
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SHARED_NEXT}")
+                c.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SHARED}")
+                logger.info(
+                    "dropped %s (orgs without their own are scanned exactly)", SHARED
+                )
+            elif todo.shared_rebuild:
                 # Before any tenant index goes: a dropped tenant is back in the
                 # shared index first.
                 todo.shared_built_s = _rebuild_shared(

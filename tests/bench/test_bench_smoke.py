@@ -27,9 +27,21 @@ def test_the_corpus_is_deterministic_and_shaped_like_agent_memory():
     assert sizes[large] > 0.15 * 100_000 and 0.005 < sizes[small] / 100_000 < 0.015
 
 
+@pytest.fixture
+def shared_index_restored(settings):
+    """The in-process run bulk-loads into the test database and leaves the shared
+    HNSW index to the sync, which (by default) drops it: put back what the
+    migrations built for the tests after this one."""
+    yield
+    from memory import vector_indexes
+
+    settings.MNEMO_SHARED_HNSW = "full"
+    vector_indexes.sync_tenant_indexes()
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys):
+def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys, shared_index_restored):
     call_command(
         "bench",
         "run",
@@ -77,6 +89,14 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys):
     assert (
         result["filtered_vector_search"]["small"]["by_ef_search"][0]["short_lists"] == 0
     )
-    assert result["sizes"]["indexes_mib"]["memory_embedding_hnsw"] > 0
+    # No org reaches the tenant-index line at 1k, and by default the sync drops the
+    # shared HNSW index: every org is scanned exactly (MNEMO_SHARED_HNSW=none).
+    assert result["tenant_indexes"]["orgs"] == []
+    assert result["tenant_indexes"]["shared"] == "none"
+    assert "memory_embedding_hnsw" not in result["sizes"]["indexes_mib"]
+    assert result["sizes"]["indexes_mib"]["memory_search_gin"] > 0
+    assert result["filtered_vector_search"]["smallest"]["by_ef_search"][0][
+        "recall_at_k"
+    ] == pytest.approx(1.0)
     assert result["peak_rss_mib"]["web"] > 0
     assert (tmp_path / "bench-smoke-latency.png").stat().st_size > 1000

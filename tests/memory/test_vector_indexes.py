@@ -33,7 +33,12 @@ def _stock(principal, texts):
 
 
 @pytest.fixture
-def cleanup_indexes():
+def cleanup_indexes(settings):
+    # Start from what the migrations built, whatever ran before.
+    default = settings.MNEMO_SHARED_HNSW
+    settings.MNEMO_SHARED_HNSW = "full"
+    vector_indexes.sync_tenant_indexes(min_rows=10**9)
+    settings.MNEMO_SHARED_HNSW = default  # this run's setting, for the test
     yield
     from config.db import roles
 
@@ -41,7 +46,8 @@ def cleanup_indexes():
         for org in vector_indexes.existing() | vector_indexes.invalid():
             for name in vector_indexes._names(org).values():
                 c.execute(f"DROP INDEX IF EXISTS {name}")
-    # No tenant has its own index now: the shared one goes back over every row.
+    # Back to what the migrations built: the shared index over every row.
+    settings.MNEMO_SHARED_HNSW = "full"
     vector_indexes.sync_tenant_indexes(min_rows=10**9)
     assert vector_indexes.shared_excluded() == set()
 
@@ -250,7 +256,10 @@ def _shared_definition():
         return c.fetchone()[0]
 
 
-def test_the_shared_index_leaves_out_tenants_with_their_own(world, cleanup_indexes):
+def test_a_partial_shared_index_leaves_out_tenants_with_their_own(
+    world, cleanup_indexes, settings
+):
+    settings.MNEMO_SHARED_HNSW = "partial"
     acme, globex = world.principal("agent_a"), world.principal("agent_globex")
     _stock(acme, TEXTS)
     _stock(globex, TEXTS[:2])
@@ -292,9 +301,12 @@ def test_the_shared_index_leaves_out_tenants_with_their_own(world, cleanup_index
     assert {p: _vector_ids(p, query) for p in (acme, globex)} == before
 
 
-def test_a_missing_or_half_built_shared_index_is_rebuilt(world, cleanup_indexes):
+def test_a_missing_or_half_built_shared_index_is_rebuilt(
+    world, cleanup_indexes, settings
+):
     from config.db import roles
 
+    settings.MNEMO_SHARED_HNSW = "full"
     acme = world.principal("agent_a")
     _stock(acme, TEXTS)
     # What a failed rebuild leaves behind (an index under the next name) and what the
@@ -336,3 +348,41 @@ def test_the_shared_index_stays_whole_past_the_planners_list_limit(
             vector_indexes._rebuild_shared(c, set(others[:n]), {})
             used = vector_indexes.SHARED in _plan(globex, "office opening")
             assert used is expect, n
+
+
+def test_by_default_the_shared_index_goes_and_small_orgs_are_scanned_exactly(
+    world, cleanup_indexes, settings, capsys
+):
+    acme, globex = world.principal("agent_a"), world.principal("agent_globex")
+    _stock(acme, TEXTS)
+    _stock(globex, TEXTS[:2])
+    query = "when does the new office open?"
+    before = {p: _vector_ids(p, query) for p in (acme, globex)}
+    assert settings.MNEMO_SHARED_HNSW == "none"  # the default
+    plan = vector_indexes.sync_tenant_indexes(min_rows=5, dry_run=True)
+    assert plan.shared_rebuild and plan.shared_after is None
+    assert vector_indexes.shared_excluded() == set()  # a dry run changes nothing
+
+    todo = vector_indexes.sync_tenant_indexes(min_rows=5)
+
+    assert todo.shared_rebuild and vector_indexes.shared_excluded() is None
+    assert vector_indexes.existing() == {world.acme.pk}
+    # Acme searches its own graph; Globex, under the line, is scanned exactly.
+    assert vector_indexes.index_name(world.acme.pk) in _plan(acme, query)
+    globex_plan = _plan(globex, query)
+    assert "hnsw" not in globex_plan and "Sort" in globex_plan
+    assert {p: _vector_ids(p, query) for p in (acme, globex)} == before
+    call_command("vector_indexes", "--min-rows", "5")
+    assert (
+        "no memory_embedding_hnsw (MNEMO_SHARED_HNSW=none)" in capsys.readouterr().out
+    )
+    # Acme falls under half of the line: its own index goes, it is scanned exactly.
+    vector_indexes.sync_tenant_indexes(min_rows=20)
+    assert vector_indexes.existing() == set()
+    assert "hnsw" not in _plan(acme, query)
+    assert {p: _vector_ids(p, query) for p in (acme, globex)} == before
+
+    settings.MNEMO_SHARED_HNSW = "some"
+    with pytest.raises(CommandError, match="MNEMO_SHARED_HNSW must be one of"):
+        call_command("vector_indexes", "--min-rows", "5")
+    assert vector_indexes.existing() == set()

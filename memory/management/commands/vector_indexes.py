@@ -10,8 +10,8 @@ class Command(BaseCommand):
     help = (
         "Create a partial HNSW and a partial GIN index for every org with at least "
         "--min-rows embedded "
-        "rows (and drop those of orgs under half of it), and keep the shared HNSW "
-        "index over the other orgs' rows only. Idempotent; builds "
+        "rows (and drop those of orgs under half of it); drop, narrow or keep the "
+        "shared HNSW index by MNEMO_SHARED_HNSW. Idempotent; builds "
         "concurrently, so writes go on."
     )
 
@@ -30,9 +30,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["min_rows"] is not None and opts["min_rows"] < 1:
             raise CommandError("--min-rows must be at least 1")
-        todo = vector_indexes.sync_tenant_indexes(
-            opts["min_rows"], dry_run=opts["dry_run"]
-        )
+        try:
+            todo = vector_indexes.sync_tenant_indexes(
+                opts["min_rows"], dry_run=opts["dry_run"]
+            )
+        except ValueError as exc:  # a bad MNEMO_SHARED_HNSW
+            raise CommandError(str(exc)) from exc
         verb = "would " if opts["dry_run"] else ""
         for org, n in todo.create:
             took = todo.built_s.get(org)
@@ -46,17 +49,17 @@ class Command(BaseCommand):
             self.stdout.write(f"keep {vector_indexes.index_name(org)} ({n} rows)")
         if not (todo.create or todo.drop or todo.keep):
             self.stdout.write("no org is large enough for its own index")
-        shared = vector_indexes.SHARED
-        if todo.shared_rebuild:
-            took = todo.shared_built_s
-            tail = f" in {took:.1f}s" if took is not None else ""
-            left_out = len(todo.shared_after)
+        shared, after = vector_indexes.SHARED, todo.shared_after
+        took = todo.shared_built_s
+        tail = f" in {took:.1f}s" if took is not None else ""
+        if after is None:
+            what = "drop" if todo.shared_rebuild else "no"
+            self.stdout.write(f"{verb}{what} {shared} (MNEMO_SHARED_HNSW=none)")
+        elif todo.shared_rebuild:
             self.stdout.write(
-                f"{verb}rebuild {shared} leaving out {left_out} orgs{tail}"
-                if left_out
+                f"{verb}rebuild {shared} leaving out {len(after)} orgs{tail}"
+                if after
                 else f"{verb}rebuild {shared} over every org{tail}"
             )
         else:
-            self.stdout.write(
-                f"keep {shared} (leaving out {len(todo.shared_after)} orgs)"
-            )
+            self.stdout.write(f"keep {shared} (leaving out {len(after)} orgs)")
