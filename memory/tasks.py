@@ -118,7 +118,11 @@ def sync_vector_indexes() -> dict[str, int]:
     from memory.vector_indexes import sync_tenant_indexes
 
     done = sync_tenant_indexes()
-    return {"created": len(done.create), "dropped": len(done.drop)}
+    return {
+        "created": len(done.create),
+        "dropped": len(done.drop),
+        "shared_changed": int(done.shared_rebuild),  # MNEMO_SHARED_HNSW
+    }
 
 
 @shared_task

@@ -382,6 +382,16 @@ def test_by_default_the_shared_index_goes_and_small_orgs_are_scanned_exactly(
     assert "hnsw" not in _plan(acme, query)
     assert {p: _vector_ids(p, query) for p in (acme, globex)} == before
 
+    # The beat task runs the same sync; nothing is left to do.
+    from memory import tasks
+
+    settings.MNEMO_TENANT_HNSW_MIN_ROWS = 20
+    assert tasks.sync_vector_indexes() == {
+        "created": 0,
+        "dropped": 0,
+        "shared_changed": 0,
+    }
+
     settings.MNEMO_SHARED_HNSW = "some"
     with pytest.raises(CommandError, match="MNEMO_SHARED_HNSW must be one of"):
         call_command("vector_indexes", "--min-rows", "5")
