@@ -4,9 +4,10 @@ The two big indexes (HNSW on ``embedding``, GIN on ``search``) are dropped befor
 copy; a bulk build is several times faster than inserting into a live HNSW graph. The
 GIN index is rebuilt afterwards from its own stored definition; the shared HNSW index
 is left to ``vector_indexes.sync_tenant_indexes`` (which the suite runs next, as the
-beat task does on a live install): it builds the large tenants' own indexes and then
-the shared one over the other orgs' rows only, so a 1M load no longer builds a
-1M-node graph only to replace it. Every phase is timed and reported.
+beat task does on a live install): it builds the large tenants' own indexes and, by
+``MNEMO_SHARED_HNSW``, no shared one (the default), a partial or a whole one, so a 1M
+load no longer builds a 1M-node graph only for the sync to drop it. Every phase is
+timed and reported.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from memory.services import embedding_text, message_context
 from memory.vector_indexes import build_memory
 
 BIG_INDEXES = ("memory_embedding_hnsw", "memory_search_gin")
-LEFT_TO_SYNC = ("memory_embedding_hnsw",)  # built by memory/vector_indexes.py
+LEFT_TO_SYNC = ("memory_embedding_hnsw",)  # memory/vector_indexes.py decides
 BATCH = 2000
 
 

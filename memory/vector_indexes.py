@@ -228,6 +228,11 @@ def plan(min_rows: int | None = None) -> IndexPlan:
     )
     if threshold < 1:
         raise ValueError("min_rows must be at least 1")
+    mode = str(settings.MNEMO_SHARED_HNSW)
+    if mode not in SHARED_MODES:
+        raise ValueError(
+            f"MNEMO_SHARED_HNSW must be one of {', '.join(SHARED_MODES)}, not {mode!r}"
+        )
     rows = _embedded_rows()
     valid = _indexes()
     # An org missing a kind it should have (an install from before the GIN indexes, a
@@ -253,11 +258,6 @@ def plan(min_rows: int | None = None) -> IndexPlan:
             out.keep.append((org, n))
     out.shared_before = shared_excluded()
     own = {o for o, _ in out.create} | {o for o, _ in out.keep if valid[_NAME].get(o)}
-    mode = str(settings.MNEMO_SHARED_HNSW)
-    if mode not in SHARED_MODES:
-        raise ValueError(
-            f"MNEMO_SHARED_HNSW must be one of {', '.join(SHARED_MODES)}, not {mode!r}"
-        )
     out.shared_after = (
         None
         if mode == "none"
