@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from accounts.principals import Principal
@@ -30,14 +31,19 @@ from recall.scope import Scope, eligibility_sql
 
 _TERM = re.compile(r"[a-z0-9]+")
 MAX_TERMS = 32
-# A scope of at most this many eligible rows finds its lexical candidates by testing
-# each row's tsvector, not through a GIN index. The planner prices a GIN bitmap far
-# below its cost: it ANDed the shared GIN's matches of common words (20k of 100k rows,
-# 3-5 ms to build) with a small org's own ~1,000 rows, which it reads anyway. Testing
-# the rows costs ~1-2 us each, bounded by the scope; the bitmap grows with the whole
-# table. 100k corpus, 94 lexical statements of 47 recalls: 101.6 ms -> 62.0 ms in all
-# (docs/benchmarks.md, session 20).
-LEXICAL_SCAN_MAX_ROWS = 1500
+# A scope of at most MNEMO_LEXICAL_SCAN_MAX_ROWS eligible rows finds its lexical
+# candidates by testing each row's tsvector, not through a GIN index. The planner
+# prices a GIN bitmap far below its cost: it ANDed the shared GIN's matches of common
+# words (20k of 100k rows, 3-5 ms to build) with a small org's own ~1,000 rows, which
+# it reads anyway. Testing the rows costs ~1-2 us each, bounded by the scope; the
+# bitmap grows with the whole table. 100k corpus, 94 lexical statements of 47
+# recalls: 101.6 ms -> 62.0 ms in all (docs/benchmarks.md, session 20).
+
+
+def lexical_scan_max_rows() -> int:
+    return int(settings.MNEMO_LEXICAL_SCAN_MAX_ROWS)
+
+
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -131,7 +137,7 @@ def lexical_channel(
     eligible rows, so a rare matching word outranks a common one. A term matched only
     in the retrieval context (weight B) counts half.
 
-    A scope of at most :data:`LEXICAL_SCAN_MAX_ROWS` rows (and no more than the cap)
+    A scope of at most :func:`lexical_scan_max_rows` rows (and no more than the cap)
     tests its rows' vectors instead of reading a GIN index: the same candidates (none
     is cut by the cap), at a cost bounded by the scope rather than by how often the
     query's words occur in the whole table.
@@ -159,7 +165,7 @@ def lexical_channel(
     # ts_match_vq is the function behind @@; called by name it is not an index clause.
     match = (
         "ts_match_vq(m.search, to_tsquery('english', %s))"
-        if population <= min(LEXICAL_SCAN_MAX_ROWS, candidate_cap)
+        if population <= min(lexical_scan_max_rows(), candidate_cap)
         else "m.search @@ to_tsquery('english', %s)"
     )
     sql = f"""

@@ -70,10 +70,10 @@ def test_neighbours_are_the_other_party_s_adjacent_turns_the_scope_may_see(world
     assert channels.neighbor_ids(Scope(principal=carol, tiers=("raw",)), [a.pk]) == {}
 
 
-def test_a_small_scope_tests_its_rows_and_ranks_as_the_index_does(world, monkeypatch):
-    """Under LEXICAL_SCAN_MAX_ROWS the candidates come from testing each row's tsvector
-    (no GIN index clause); the ranking is the same as through the index, and what the
-    scope may not see stays out either way."""
+def test_a_small_scope_tests_its_rows_and_ranks_as_the_index_does(world, settings):
+    """Under MNEMO_LEXICAL_SCAN_MAX_ROWS the candidates come from testing each row's
+    tsvector (no GIN index clause); the ranking is the same as through the index, and
+    what the scope may not see stays out either way."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -87,7 +87,7 @@ def test_a_small_scope_tests_its_rows_and_ranks_as_the_index_does(world, monkeyp
     )
 
     def run(principal, limit):
-        monkeypatch.setattr(channels, "LEXICAL_SCAN_MAX_ROWS", limit)
+        settings.MNEMO_LEXICAL_SCAN_MAX_ROWS = limit
         channels._population_cache.clear()
         with CaptureQueriesContext(connection) as cq:
             hits = channels.lexical_channel(
@@ -100,11 +100,11 @@ def test_a_small_scope_tests_its_rows_and_ranks_as_the_index_does(world, monkeyp
 
     scanned, sql = run(alice, 1500)
     assert "ts_match_vq(m.search" in sql and "m.search @@ to_tsquery" not in sql
-    indexed, sql = run(alice, 5)
+    indexed, sql = run(alice, 0)
     assert "m.search @@ to_tsquery" in sql and "ts_match_vq" not in sql
     assert scanned == indexed and len(scanned) == 14
     assert scanned[0][0] in {rows[-1].pk, rows[-2].pk}
-    for limit in (1500, 5):
+    for limit in (1500, 0):
         seen = {m for m, _ in run(bob, limit)[0]}
         assert rows[-2].pk in seen and rows[-1].pk not in seen  # org row; private
         assert run(carol, limit)[0] == []
