@@ -368,9 +368,10 @@ MNEMO_RECALL_MIN_RELEVANCE = float(os.environ.get("MNEMO_RECALL_MIN_RELEVANCE", 
 MNEMO_RECALL_VECTOR_MIN_SCORE = float(
     os.environ.get("MNEMO_RECALL_VECTOR_MIN_SCORE", "0.15")
 )
-# Scopes of at most this many eligible rows find lexical candidates by testing each
-# row's tsvector instead of ANDing a GIN bitmap (recall/channels.py); 0 = always the
-# index. 1,500 chosen on the 100k corpus (docs/benchmarks.md, session 20).
+# Scopes of at most this many eligible rows (or up to 5,000 that are at most a fifth of
+# their org's rows) find lexical candidates by testing each row's tsvector instead of
+# ANDing GIN bitmaps (recall/channels.py); 0 = always the index. Measured at 100k and
+# 1M (docs/benchmarks.md, session 20).
 MNEMO_LEXICAL_SCAN_MAX_ROWS = env_int("MNEMO_LEXICAL_SCAN_MAX_ROWS", 1500)
 MNEMO_RULE_OVERLAY_MAX_ITEMS = env_int("MNEMO_RULE_OVERLAY_MAX_ITEMS", 3)
 MNEMO_RULE_OVERLAY_BUDGET_SHARE = float(

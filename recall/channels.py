@@ -31,17 +31,39 @@ from recall.scope import Scope, eligibility_sql
 
 _TERM = re.compile(r"[a-z0-9]+")
 MAX_TERMS = 32
-# A scope of at most MNEMO_LEXICAL_SCAN_MAX_ROWS eligible rows finds its lexical
-# candidates by testing each row's tsvector, not through a GIN index. The planner
-# prices a GIN bitmap far below its cost: it ANDed the shared GIN's matches of common
-# words (20k of 100k rows, 3-5 ms to build) with a small org's own ~1,000 rows, which
-# it reads anyway. Testing the rows costs ~1-2 us each, bounded by the scope; the
-# bitmap grows with the whole table. 100k corpus, 94 lexical statements of 47
-# recalls: 101.6 ms -> 62.0 ms in all (docs/benchmarks.md, session 20).
+# A small scope finds its lexical candidates by testing each row's tsvector, not
+# through a GIN index. The planner prices a GIN bitmap far below its cost: it ANDed the
+# shared GIN's matches of common words (20k of 100k rows, 3-5 ms to build) with a small
+# org's own ~1,000 rows, which it reads anyway; at 1M a 3,000-row phase-1 scope of a
+# 44k-row org took 38 ms through the indexes and 3.5 ms tested row by row. Testing
+# costs ~1-1.5 us a row, bounded by the scope; a bitmap grows with the org or the whole
+# table. So a scope is scanned when it holds at most MNEMO_LEXICAL_SCAN_MAX_ROWS rows,
+# or at most LEXICAL_SCAN_SHARE_MAX_ROWS that are at most LEXICAL_SCAN_SHARE of its
+# org's rows (every org GIN holds the whole org). Lexical statements of one recall per
+# org, GIN always -> this rule: 100k 101.6 -> 62.0 ms (94 statements), 1M 254.6 ->
+# 124.1 ms (92) (docs/benchmarks.md, session 20).
+LEXICAL_SCAN_SHARE = 0.2
+LEXICAL_SCAN_SHARE_MAX_ROWS = 5000
 
 
 def lexical_scan_max_rows() -> int:
     return int(settings.MNEMO_LEXICAL_SCAN_MAX_ROWS)
+
+
+def scan_lexically(scope: Scope, population: int, candidate_cap: int) -> bool:
+    """Whether the lexical channel tests the scope's rows instead of a GIN index.
+
+    Never when the cap could cut the candidates (then which ones it keeps would depend
+    on the plan) or when ``MNEMO_LEXICAL_SCAN_MAX_ROWS`` is 0.
+    """
+    limit = lexical_scan_max_rows()
+    if limit <= 0 or population > candidate_cap:
+        return False
+    if population <= limit:
+        return True
+    if population > LEXICAL_SCAN_SHARE_MAX_ROWS or scope.principal.org_id is None:
+        return False
+    return population <= LEXICAL_SCAN_SHARE * _org_rows(int(scope.principal.org_id))
 
 
 BM25_K1 = 1.2
@@ -137,10 +159,10 @@ def lexical_channel(
     eligible rows, so a rare matching word outranks a common one. A term matched only
     in the retrieval context (weight B) counts half.
 
-    A scope of at most :func:`lexical_scan_max_rows` rows (and no more than the cap)
-    tests its rows' vectors instead of reading a GIN index: the same candidates (none
-    is cut by the cap), at a cost bounded by the scope rather than by how often the
-    query's words occur in the whole table.
+    A small scope (:func:`scan_lexically`) tests its rows' vectors instead of
+    reading a GIN index: the same candidates (none is cut by the cap), at a cost
+    bounded by the scope rather than by how often the query's words occur in the org
+    or the whole table.
 
     When the scope holds more rows than ``candidate_cap``, candidates come from the
     query's rare terms only (:func:`probe_terms`): a word in more than
@@ -165,7 +187,7 @@ def lexical_channel(
     # ts_match_vq is the function behind @@; called by name it is not an index clause.
     match = (
         "ts_match_vq(m.search, to_tsquery('english', %s))"
-        if population <= min(lexical_scan_max_rows(), candidate_cap)
+        if scan_lexically(scope, population, candidate_cap)
         else "m.search @@ to_tsquery('english', %s)"
     )
     sql = f"""
@@ -327,6 +349,23 @@ def _population(scope: Scope) -> int:
             f"SELECT count(*) FROM (SELECT 1 FROM memory_memory m WHERE {where} "
             "LIMIT 200000) s",
             params,
+        )
+        n = int(c.fetchone()[0])
+    _remember(_population_cache, key, n, POPULATION_TTL_S)
+    return n
+
+
+def _org_rows(org_id: int) -> int:
+    """Rows of the org in any tier, status or visibility, up to a cap; cached."""
+    key = (connection.settings_dict["NAME"], "org rows", str(org_id))
+    hit = _cached(_population_cache, key)
+    if hit is not None:
+        return int(hit)
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memory_memory WHERE org_id = %s "
+            "LIMIT 200000) s",
+            [org_id],
         )
         n = int(c.fetchone()[0])
     _remember(_population_cache, key, n, POPULATION_TTL_S)

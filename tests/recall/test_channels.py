@@ -108,3 +108,32 @@ def test_a_small_scope_tests_its_rows_and_ranks_as_the_index_does(world, setting
         seen = {m for m, _ in run(bob, limit)[0]}
         assert rows[-2].pk in seen and rows[-1].pk not in seen  # org row; private
         assert run(carol, limit)[0] == []
+
+
+def test_a_scope_that_is_a_small_share_of_its_org_is_scanned_too(world, settings):
+    """Past MNEMO_LEXICAL_SCAN_MAX_ROWS a scope is still scanned while it holds at most
+    LEXICAL_SCAN_SHARE of its org's rows (any org GIN index holds the whole org)."""
+    alice = world.principal("alice")
+    session = services.session_create(principal=alice, external_id="narrow")
+    remember(alice, *[MemoryInput(content=f"zeppelin budget {i}") for i in range(14)])
+    remember(
+        alice,
+        MemoryInput(content="zeppelin in the narrow session"),
+        MemoryInput(content="budget in the narrow session"),
+        session=session,
+    )
+    settings.MNEMO_LEXICAL_SCAN_MAX_ROWS = 1
+    channels._population_cache.clear()
+    narrow = Scope(principal=alice, tiers=("raw",), sessions=(session.pk,))
+    wide = Scope(principal=alice, tiers=("raw",))
+    assert channels._org_rows(world.acme.pk) == 16
+    # 2 rows, 2 <= 0.2 * 16: scanned; 16 rows of 16: the index.
+    assert channels.scan_lexically(narrow, 2, candidate_cap=2000)
+    assert not channels.scan_lexically(wide, 16, candidate_cap=2000)
+    # Never when the cap could cut candidates, nor when the setting is 0.
+    assert not channels.scan_lexically(narrow, 2, candidate_cap=1)
+    settings.MNEMO_LEXICAL_SCAN_MAX_ROWS = 0
+    assert not channels.scan_lexically(narrow, 2, candidate_cap=2000)
+    settings.MNEMO_LEXICAL_SCAN_MAX_ROWS = 1
+    hits = channels.lexical_channel(narrow, ["zeppelin", "budget"], k=10)
+    assert len(hits) == 2
