@@ -281,7 +281,8 @@ MNEMO_EMBEDDING_TASK_ROWS = env_int(
     "MNEMO_EMBEDDING_TASK_ROWS", 4 * MNEMO_EMBEDDING_BATCH
 )
 # Orgs with at least this many embedded rows get a partial HNSW index of their own
-# (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h).
+# (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h, and a sync the
+# embedding task requests as soon as an org crosses the line).
 MNEMO_TENANT_HNSW_MIN_ROWS = env_int("MNEMO_TENANT_HNSW_MIN_ROWS", 5000)
 # What the same sync does with the shared HNSW index the migrations build over every
 # row: "none" (default) drops it, so orgs under the line are scanned exactly (at 1M a

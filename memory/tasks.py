@@ -20,6 +20,7 @@ def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
         ids = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_TASK_ROWS)
         done = services.memory_embed(ids=ids)
         enqueue_consolidation(ids)
+        request_index_sync(ids)
         return done
     except Exception as exc:
         services.memory_embed_failed(ids=ids, error=f"{type(exc).__name__}: {exc}")
@@ -33,6 +34,41 @@ def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
         raise self.retry(
             exc=exc, countdown=min(300, 2 ** (self.request.retries + 1))
         ) from exc
+
+
+INDEX_SYNC_LOCK = "mnemo:vector-index-sync-requested"
+INDEX_SYNC_LOCK_S = 600
+
+
+def request_index_sync(ids: list[int]) -> list[int]:
+    """Enqueue a vector index sync when an org of the embedded rows ``ids`` has
+    outgrown ``MNEMO_TENANT_HNSW_MIN_ROWS`` without an index of its own; returns
+    those orgs.
+
+    At most one request per ``INDEX_SYNC_LOCK_S`` (cache lock; the sync builds every
+    due org's indexes at once). Not with eager tasks (nothing is counted): the
+    embedding then runs inside the web request's transaction, where ``CREATE INDEX
+    CONCURRENTLY`` cannot run; there the beat task and ``manage.py vector_indexes``
+    build them. A failure here
+    never fails the embedding that already succeeded.
+    """
+    from django.core.cache import cache
+
+    from memory.models import Memory
+    from memory.vector_indexes import orgs_due
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return []
+    try:
+        orgs = Memory.objects.filter(pk__in=ids).values_list("org_id", flat=True)
+        due = orgs_due(set(orgs))
+        if due and cache.add(INDEX_SYNC_LOCK, 1, INDEX_SYNC_LOCK_S):
+            sync_vector_indexes.delay()
+            logger.info("orgs %s outgrew the index line: sync requested", due)
+    except Exception as exc:  # noqa: BLE001 - an optimisation; the beat task is next
+        logger.warning("could not check for a vector index sync: %s", exc)
+        return []
+    return due
 
 
 @shared_task

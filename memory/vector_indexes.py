@@ -12,7 +12,8 @@ binding), so the planner matches the partial index by its predicate.
 embedded rows and drops those of orgs that fell under half of it (hysteresis, so an
 org near the line does not flap). Indexes are built ``CONCURRENTLY`` as the table
 owner: writes go on while they build. Run it from ``manage.py vector_indexes`` or the
-nightly beat task; both are idempotent.
+beat task (every 6 h); both are idempotent. The embedding task also requests a sync as
+soon as an org it stored rows for crosses the line (:func:`orgs_due`).
 
 The **shared** HNSW index (``memory_embedding_hnsw``, built by the migrations over every
 row) serves only orgs without an index of their own, yet every stored vector went into
@@ -39,6 +40,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -205,6 +207,44 @@ def existing() -> set[int]:
 def with_knowledge_indexes() -> set[int]:
     """Org ids that also have valid knowledge-tier indexes."""
     return _complete(_KINDS)
+
+
+# An org that outgrows the line between two syncs was scanned exactly (~0.45 ms per
+# thousand rows) until the next sync, up to 6 hours later. The embedding task asks
+# whether the orgs it just stored rows for are due (:func:`orgs_due`) and, if one is,
+# enqueues a sync (memory.tasks.request_index_sync). Each org is counted at most once
+# per DUE_RECHECK_S per process.
+DUE_RECHECK_S = 60.0
+_due_checked: dict[int, float] = {}
+
+
+def orgs_due(org_ids: Iterable[int], min_rows: int | None = None) -> list[int]:
+    """Orgs among ``org_ids`` without their own indexes that hold at least
+    ``min_rows`` embedded rows now (reads only; at most one bounded count per org and
+    process every :data:`DUE_RECHECK_S` seconds)."""
+    threshold = int(
+        settings.MNEMO_TENANT_HNSW_MIN_ROWS if min_rows is None else min_rows
+    )
+    now = time.monotonic()
+    ask = sorted({int(o) for o in org_ids if _due_checked.get(int(o), 0.0) <= now})
+    if not ask:
+        return []
+    for org in ask:
+        _due_checked[org] = now + DUE_RECHECK_S
+    have = existing()
+    due = []
+    with connection.cursor() as c:
+        for org in ask:
+            if org in have:
+                continue
+            c.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memory_memory WHERE org_id = %s "
+                "AND embedding IS NOT NULL LIMIT %s) s",
+                [org, threshold],
+            )
+            if int(c.fetchone()[0]) >= threshold:
+                due.append(org)
+    return due
 
 
 def invalid() -> set[int]:

@@ -188,3 +188,46 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_consistently(
     for (_, _, _, _, stored), vector in zip(rows, fresh, strict=True):
         stored_vec = np.array([float(v) for v in stored.strip("[]").split(",")])
         assert float(stored_vec @ np.array(vector)) > 0.9999
+
+
+def test_an_org_outgrowing_the_line_gets_its_indexes_before_the_beat(
+    stack: Stack,
+) -> None:
+    """A real worker and broker: the embedding task that takes an org past
+    MNEMO_TENANT_HNSW_MIN_ROWS enqueues the index sync, and the worker builds the
+    org's own HNSW and GIN indexes (no beat runs here)."""
+    for old in stack.workers:  # type: ignore[attr-defined]
+        old.kill()
+        old.wait(timeout=10)
+    counts = stack.psql(
+        "SELECT org_id, count(*) FROM memory_memory WHERE embedding IS NOT NULL "
+        "GROUP BY 1"
+    )
+    have = max((int(n) for _, n in counts), default=0)
+    line = int(have) + 10
+    worker = subprocess.Popen(
+        solo_worker_argv(),
+        cwd=BASE,
+        env={**stack.env, "MNEMO_TENANT_HNSW_MIN_ROWS": str(line)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    stack.workers.append(worker)  # type: ignore[attr-defined]
+    session = stack.call("POST", "/api/v1/sessions", {"external_id": "grow"})[1]["id"]
+    ids = _write(stack, session, "grow", 15)
+    assert _wait_ready(stack, ids) == 15
+    (org,) = {
+        row[0]
+        for row in stack.psql(
+            f"SELECT org_id FROM memory_memory WHERE id IN ({','.join(map(str, ids))})"
+        )
+    }
+    names = (f"memory_hnsw_org_{org}", f"memory_gin_org_{org}")
+    query = (
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        f"WHERE i.indisvalid AND c.relname IN ('{names[0]}', '{names[1]}')"
+    )
+    deadline = time.monotonic() + 120
+    while len(stack.psql(query)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert sorted(r[0] for r in stack.psql(query)) == sorted(names)

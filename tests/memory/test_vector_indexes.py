@@ -396,3 +396,45 @@ def test_by_default_the_shared_index_goes_and_small_orgs_are_scanned_exactly(
     with pytest.raises(CommandError, match="MNEMO_SHARED_HNSW must be one of"):
         call_command("vector_indexes", "--min-rows", "5")
     assert vector_indexes.existing() == set()
+
+
+def test_an_org_that_outgrows_the_line_is_due_at_once(world, cleanup_indexes):
+    """The embedding task asks for a sync as soon as an org it stored rows for holds
+    enough rows for its own indexes (not six hours later at the next beat)."""
+    acme, globex = world.principal("agent_a"), world.principal("agent_globex")
+    _stock(acme, TEXTS)
+    _stock(globex, TEXTS[:2])
+    orgs = [world.acme.pk, world.globex.pk]
+    vector_indexes._due_checked.clear()
+    assert vector_indexes.orgs_due(orgs, min_rows=5) == [world.acme.pk]
+    # Counted at most once a minute per org and process.
+    assert vector_indexes.orgs_due(orgs, min_rows=5) == []
+    vector_indexes._due_checked.clear()
+    vector_indexes.sync_tenant_indexes(min_rows=5)
+    assert vector_indexes.orgs_due(orgs, min_rows=5) == []  # it has its own now
+    vector_indexes._due_checked.clear()
+    assert vector_indexes.orgs_due(orgs, min_rows=2) == [world.globex.pk]
+
+
+def test_with_eager_tasks_the_due_org_waits_for_the_beat(
+    world, cleanup_indexes, settings
+):
+    """Eager tasks run inside the web request's transaction, where CREATE INDEX
+    CONCURRENTLY cannot run: nothing is counted or enqueued, nothing fails."""
+    from memory import tasks
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.MNEMO_TENANT_HNSW_MIN_ROWS = 5
+    acme = world.principal("agent_a")
+    result = services.memory_remember(
+        principal=acme,
+        items=[services.MemoryInput(content=t) for t in TEXTS],
+        enqueue=False,
+    )
+    ids = [m.pk for m in result.memories]
+    services.memory_embed(ids=ids)
+    vector_indexes._due_checked.clear()
+    assert vector_indexes.orgs_due([world.acme.pk]) == [world.acme.pk]
+    vector_indexes._due_checked.clear()
+    assert tasks.request_index_sync(ids) == []
+    assert vector_indexes.existing() == set()
