@@ -644,6 +644,7 @@ def _store_vectors(ids: list[int], vectors: Any) -> None:
                 list(ids),
                 [np.asarray(v, dtype=np.float32) for v in vectors],
             ],
+            prepare=False,  # planned each time, whatever plan_cache_mode says
         )
 
 

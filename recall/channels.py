@@ -498,13 +498,13 @@ def speakers_of(memory_ids: Sequence[int]) -> dict[int, str]:
     """Lower-cased speaker of each row (rows without one are left out)."""
     if not memory_ids:
         return {}
-    with connection.cursor() as c:
-        c.execute(
+    return dict(
+        _lookup(
             "SELECT id, lower(speaker) FROM memory_memory "
             "WHERE id = ANY(%s) AND speaker > ''",
             [IntArray(memory_ids)],
         )
-        return dict(c.fetchall())
+    )
 
 
 def unstable_entities(entity_ids: Sequence[int]) -> list[int]:
@@ -573,6 +573,38 @@ def graph_edges(
     return edges
 
 
+# Statements that look rows up by id (hydration, neighbours, speakers) run as named
+# prepared statements with generic plans: their plan never depends on the values (a
+# primary-key or (session, seq) lookup, then the scope's filters), and planning a
+# statement on memory_memory costs more than running it, for it proves every partial
+# index's predicate (two dozen at 100k rows, ~90 at 1M). PostgreSQL keeps choosing
+# custom plans for them by its own cost rule (docs/benchmarks.md, session 14), so
+# connections start with ``plan_cache_mode = force_generic_plan`` (config/db/base.py).
+# It touches only statements prepared on purpose, i.e. these: Django's cursors bind on
+# the client and never prepare, and the worker's vector store says prepare=False.
+# MNEMO_RECALL_GENERIC_PLANS=0 runs them as before.
+
+
+def _lookup(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of an id-keyed statement, through a prepared generic plan when enabled."""
+    if not settings.MNEMO_RECALL_GENERIC_PLANS:
+        with connection.cursor() as c:
+            c.execute(sql, params)
+            return c.fetchall()
+    import psycopg
+
+    connection.ensure_connection()
+    started = time.monotonic()
+    # Errors surface as Django's (the middleware answers 503 to OperationalError).
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
+        cur.execute(sql, params, prepare=True)
+        rows = cur.fetchall()
+    if connection.queries_logged:  # as Django's cursors log (query-count tests)
+        took = time.monotonic() - started
+        connection.queries_log.append({"sql": sql, "time": f"{took:.3f}"})
+    return rows
+
+
 def neighbor_ids(
     scope: Scope, memory_ids: Sequence[int], *, radius: int = 1
 ) -> dict[int, list[int]]:
@@ -587,24 +619,23 @@ def neighbor_ids(
     if not memory_ids:
         return {}
     where, params = eligibility_sql(scope, "b")
-    with connection.cursor() as c:
-        # The bounds are computed before the join: under row-level security an
-        # expression such as ``a.seq - 1`` (not leakproof) cannot become an index
-        # condition, and the scan read whole sessions (4-10 ms a recall at 100k rows).
-        c.execute(
-            "WITH a AS MATERIALIZED (SELECT id, session_id, seq - %s AS lo, "
-            "seq + %s AS hi, speaker, role FROM memory_memory "
-            "WHERE id = ANY(%s) AND seq IS NOT NULL) "
-            "SELECT a.id, b.id FROM a JOIN memory_memory b "
-            "ON b.session_id = a.session_id AND b.seq >= a.lo AND b.seq <= a.hi "
-            "AND b.id <> a.id "
-            "AND (b.speaker, b.role) IS DISTINCT FROM (a.speaker, a.role) "
-            f"WHERE {where}",
-            [radius, radius, IntArray(memory_ids), *params],
-        )
-        out: dict[int, list[int]] = {}
-        for a, b in c.fetchall():
-            out.setdefault(a, []).append(b)
+    # The bounds are computed before the join: under row-level security an expression
+    # such as ``a.seq - 1`` (not leakproof) cannot become an index condition, and the
+    # scan read whole sessions (4-10 ms a recall at 100k rows).
+    rows = _lookup(
+        "WITH a AS MATERIALIZED (SELECT id, session_id, seq - %s AS lo, "
+        "seq + %s AS hi, speaker, role FROM memory_memory "
+        "WHERE id = ANY(%s) AND seq IS NOT NULL) "
+        "SELECT a.id, b.id FROM a JOIN memory_memory b "
+        "ON b.session_id = a.session_id AND b.seq >= a.lo AND b.seq <= a.hi "
+        "AND b.id <> a.id "
+        "AND (b.speaker, b.role) IS DISTINCT FROM (a.speaker, a.role) "
+        f"WHERE {where}",
+        [radius, radius, IntArray(memory_ids), *params],
+    )
+    out: dict[int, list[int]] = {}
+    for a, b in rows:
+        out.setdefault(a, []).append(b)
     return out
 
 
@@ -665,12 +696,10 @@ def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, Memo
         f"m.{name}::text" if name == "source_span" else f"m.{name}"
         for name in _ROW_FIELDS
     )
-    with connection.cursor() as c:
-        c.execute(
-            f"SELECT {columns} FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
-            [IntArray(memory_ids), *params],
-        )
-        rows = c.fetchall()
+    rows = _lookup(
+        f"SELECT {columns} FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
+        [IntArray(memory_ids), *params],
+    )
     out: dict[int, MemoryRow] = {}
     for r in rows:
         values = dict(zip(_ROW_FIELDS, r, strict=True))

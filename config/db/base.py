@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
@@ -57,6 +58,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         # The row-level security scope a fresh session starts in (accounts/rls.py).
         roles.log_default_scope()
         options = f"{params.get('options', '')} {roles.session_options()}"
+        if getattr(settings, "MNEMO_RECALL_GENERIC_PLANS", False):
+            # Only for statements prepared on purpose (recall.channels._lookup).
+            options += " -c plan_cache_mode=force_generic_plan"
         params["options"] = options.strip()
         return params
 
@@ -78,6 +82,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
         arrays.register(connection.adapters)
+        if getattr(settings, "MNEMO_RECALL_GENERIC_PLANS", False):
+            # Django turns psycopg's prepared statements off (None); prepare only what
+            # asks for it (prepare=True, recall.channels._lookup), never by count.
+            connection.prepare_threshold = 2**31 - 1
         key = f"{conn_params.get('host')}:{conn_params.get('port')}"
         if key not in _checked_vector:
             with connection.cursor() as cursor:

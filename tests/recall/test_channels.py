@@ -137,3 +137,32 @@ def test_a_scope_that_is_a_small_share_of_its_org_is_scanned_too(world, settings
     settings.MNEMO_LEXICAL_SCAN_MAX_ROWS = 1
     hits = channels.lexical_channel(narrow, ["zeppelin", "budget"], k=10)
     assert len(hits) == 2
+
+
+def test_id_lookups_run_once_planned_as_generic_prepared_statements(world, settings):
+    """Hydration, neighbours and speakers are planned once per connection (generic
+    plans), answer as before, and still see only what the principal may see."""
+    from django.db import connection
+
+    alice, carol = world.principal("alice"), world.principal("carol")
+    rows = remember(
+        alice,
+        MemoryInput(content="the zeppelin budget", speaker="Mel"),
+        MemoryInput(content="is over", speaker="Caroline"),
+    )
+    ids = [r.pk for r in rows]
+    for _ in range(3):
+        assert set(channels.read_rows(alice, ids)) == set(ids)
+        assert channels.speakers_of(ids) == {ids[0]: "mel", ids[1]: "caroline"}
+    assert channels.read_rows(carol, ids) == {}  # another org: nothing
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["SELECT id, lower(speaker) FROM memory_memory%"],
+        )
+        ((generic, custom),) = c.fetchall()
+    assert generic == 3 and custom == 0
+    settings.MNEMO_RECALL_GENERIC_PLANS = False  # through Django's cursor instead
+    assert set(channels.read_rows(alice, ids)) == set(ids)
+    assert channels.read_rows(carol, ids) == {}
