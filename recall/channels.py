@@ -499,7 +499,7 @@ def speakers_of(memory_ids: Sequence[int]) -> dict[int, str]:
     if not memory_ids:
         return {}
     return dict(
-        _lookup(
+        lookup_rows(
             "SELECT id, lower(speaker) FROM memory_memory "
             "WHERE id = ANY(%s) AND speaker > ''",
             [IntArray(memory_ids)],
@@ -573,7 +573,8 @@ def graph_edges(
     return edges
 
 
-# Statements that look rows up by id (hydration, neighbours, speakers) run as named
+# Statements that look rows up by id (hydration, neighbours, speakers; the citations'
+# lineage and the open-conflict probe) run as named
 # prepared statements with generic plans: their plan never depends on the values (a
 # primary-key or (session, seq) lookup, then the scope's filters), and planning a
 # statement on memory_memory costs more than running it, for it proves every partial
@@ -585,7 +586,7 @@ def graph_edges(
 # MNEMO_RECALL_GENERIC_PLANS=0 runs them as before.
 
 
-def _lookup(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+def lookup_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Rows of an id-keyed statement, through a prepared generic plan when enabled."""
     if not settings.MNEMO_RECALL_GENERIC_PLANS:
         with connection.cursor() as c:
@@ -622,7 +623,7 @@ def neighbor_ids(
     # The bounds are computed before the join: under row-level security an expression
     # such as ``a.seq - 1`` (not leakproof) cannot become an index condition, and the
     # scan read whole sessions (4-10 ms a recall at 100k rows).
-    rows = _lookup(
+    rows = lookup_rows(
         "WITH a AS MATERIALIZED (SELECT id, session_id, seq - %s AS lo, "
         "seq + %s AS hi, speaker, role FROM memory_memory "
         "WHERE id = ANY(%s) AND seq IS NOT NULL) "
@@ -696,7 +697,7 @@ def read_rows(principal: Principal, memory_ids: Sequence[int]) -> dict[int, Memo
         f"m.{name}::text" if name == "source_span" else f"m.{name}"
         for name in _ROW_FIELDS
     )
-    rows = _lookup(
+    rows = lookup_rows(
         f"SELECT {columns} FROM memory_memory m WHERE m.id = ANY(%s) AND {vis}",
         [IntArray(memory_ids), *params],
     )

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 
 from accounts.principals import Principal
 from config.db.arrays import IntArray
 from memory.models import Memory
-from recall.channels import MemoryRow, read_rows
+from recall.channels import MemoryRow, lookup_rows, read_rows
 
 CITATION_DEPTH = 4
 _WORD = re.compile(r"[a-z0-9]+")
@@ -23,15 +22,13 @@ def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
     table = Memory.derived_from.through._meta.db_table
     out: dict[int, set[int]] = {}
     # Plain SQL: twice a recall, and the ORM's query compilation cost more than the
-    # index lookup itself (docs/benchmarks.md, session 14).
-    with connection.cursor() as c:
-        c.execute(
-            f"SELECT from_memory_id, to_memory_id FROM {table} "  # noqa: S608 - model's table
-            "WHERE from_memory_id = ANY(%s)",
-            [IntArray(topic_ids)],
-        )
-        for src, dst in c.fetchall():
-            out.setdefault(src, set()).add(dst)
+    # index lookup itself (docs/benchmarks.md, session 14); planned once (session 20).
+    for src, dst in lookup_rows(
+        f"SELECT from_memory_id, to_memory_id FROM {table} "  # noqa: S608 - model's table
+        "WHERE from_memory_id = ANY(%s)",
+        [IntArray(topic_ids)],
+    ):
+        out.setdefault(src, set()).add(dst)
     return out
 
 

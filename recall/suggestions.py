@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection
-
 from accounts.principals import Principal
 from config.db.arrays import IntArray
 from memory.models import Conflict, ConflictStatus
 from recall.cascade import CascadeState
+from recall.channels import lookup_rows
 from recall.communities import communities_for_pack
 from recall.pipeline.intent import Intent
 from recall.scope import Scope
@@ -67,16 +66,15 @@ def suggested_actions(principal: Principal, pack: ContextPack) -> list[dict[str,
         return actions
     # One indexed probe first: almost no pack touches an open conflict, and the
     # visibility-checked query below cost ~7 ms a recall (docs/benchmarks.md).
-    # Plain SQL: compiling the ORM query cost more than running it.
-    with connection.cursor() as c:
-        c.execute(
-            "SELECT EXISTS (SELECT 1 FROM memory_conflictalternative a "
-            "JOIN memory_conflict k ON k.id = a.conflict_id "
-            "WHERE a.memory_id = ANY(%s) AND k.status = %s)",
-            [IntArray(ids), ConflictStatus.OPEN],
-        )
-        if not c.fetchone()[0]:
-            return actions
+    # Plain SQL: compiling the ORM query cost more than running it; planned once.
+    ((touches,),) = lookup_rows(
+        "SELECT EXISTS (SELECT 1 FROM memory_conflictalternative a "
+        "JOIN memory_conflict k ON k.id = a.conflict_id "
+        "WHERE a.memory_id = ANY(%s) AND k.status = %s)",
+        [IntArray(ids), ConflictStatus.OPEN],
+    )
+    if not touches:
+        return actions
     conflicts = (
         Conflict.objects.visible_to(principal)
         .open()
