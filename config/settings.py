@@ -374,9 +374,9 @@ MNEMO_RECALL_VECTOR_MIN_SCORE = float(
 # ANDing GIN bitmaps (recall/channels.py); 0 = always the index. Measured at 100k and
 # 1M (docs/benchmarks.md, session 20).
 MNEMO_LEXICAL_SCAN_MAX_ROWS = env_int("MNEMO_LEXICAL_SCAN_MAX_ROWS", 1500)
-# Recall's id-keyed lookups (hydration, neighbours, speakers) as prepared statements
-# with generic plans, planned once per connection (recall/channels.py; measured in
-# docs/benchmarks.md, session 20).
+# Recall's id-keyed lookups (hydration, neighbours, speakers, citations' lineage, the
+# open-conflict probe) as prepared statements with generic plans, planned once per
+# connection (recall/channels.py; measured in docs/benchmarks.md, session 20).
 MNEMO_RECALL_GENERIC_PLANS = env_bool("MNEMO_RECALL_GENERIC_PLANS", True)
 MNEMO_RULE_OVERLAY_MAX_ITEMS = env_int("MNEMO_RULE_OVERLAY_MAX_ITEMS", 3)
 MNEMO_RULE_OVERLAY_BUDGET_SHARE = float(

@@ -49,8 +49,7 @@ def request_index_sync(ids: list[int]) -> list[int]:
     due org's indexes at once). Not with eager tasks (nothing is counted): the
     embedding then runs inside the web request's transaction, where ``CREATE INDEX
     CONCURRENTLY`` cannot run; there the beat task and ``manage.py vector_indexes``
-    build them. A failure here
-    never fails the embedding that already succeeded.
+    build them. A failure here never fails the embedding that already succeeded.
     """
     from django.core.cache import cache
 

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.db import connection
 
@@ -46,17 +47,13 @@ LEXICAL_SCAN_SHARE = 0.2
 LEXICAL_SCAN_SHARE_MAX_ROWS = 5000
 
 
-def lexical_scan_max_rows() -> int:
-    return int(settings.MNEMO_LEXICAL_SCAN_MAX_ROWS)
-
-
 def scan_lexically(scope: Scope, population: int, candidate_cap: int) -> bool:
     """Whether the lexical channel tests the scope's rows instead of a GIN index.
 
     Never when the cap could cut the candidates (then which ones it keeps would depend
     on the plan) or when ``MNEMO_LEXICAL_SCAN_MAX_ROWS`` is 0.
     """
-    limit = lexical_scan_max_rows()
+    limit = int(settings.MNEMO_LEXICAL_SCAN_MAX_ROWS)
     if limit <= 0 or population > candidate_cap:
         return False
     if population <= limit:
@@ -340,32 +337,25 @@ _population_cache: dict[tuple[str, ...], tuple[float, int]] = {}
 def _population(scope: Scope) -> int:
     """Number of eligible rows (the N of IDF), counted up to a cap; cached briefly."""
     where, params = eligibility_sql(scope)
-    key = _scope_key(where, params)
-    hit = _cached(_population_cache, key)
-    if hit is not None:
-        return int(hit)
-    with connection.cursor() as c:
-        c.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM memory_memory m WHERE {where} "
-            "LIMIT 200000) s",
-            params,
-        )
-        n = int(c.fetchone()[0])
-    _remember(_population_cache, key, n, POPULATION_TTL_S)
-    return n
+    return _counted(_scope_key(where, params), f"m WHERE {where}", params)
 
 
 def _org_rows(org_id: int) -> int:
     """Rows of the org in any tier, status or visibility, up to a cap; cached."""
     key = (connection.settings_dict["NAME"], "org rows", str(org_id))
+    return _counted(key, "m WHERE m.org_id = %s", [org_id])
+
+
+def _counted(key: tuple[str, ...], rows: str, params: Sequence[Any]) -> int:
+    """``count(*)`` of ``memory_memory {rows}`` up to 200,000, kept for
+    :data:`POPULATION_TTL_S`."""
     hit = _cached(_population_cache, key)
     if hit is not None:
         return int(hit)
     with connection.cursor() as c:
         c.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memory_memory WHERE org_id = %s "
-            "LIMIT 200000) s",
-            [org_id],
+            f"SELECT count(*) FROM (SELECT 1 FROM memory_memory {rows} LIMIT 200000) s",
+            params,
         )
         n = int(c.fetchone()[0])
     _remember(_population_cache, key, n, POPULATION_TTL_S)
@@ -574,13 +564,12 @@ def graph_edges(
 
 
 # Statements that look rows up by id (hydration, neighbours, speakers; the citations'
-# lineage and the open-conflict probe) run as named
-# prepared statements with generic plans: their plan never depends on the values (a
-# primary-key or (session, seq) lookup, then the scope's filters), and planning a
-# statement on memory_memory costs more than running it, for it proves every partial
-# index's predicate (two dozen at 100k rows, ~90 at 1M). PostgreSQL keeps choosing
-# custom plans for them by its own cost rule (docs/benchmarks.md, session 14), so
-# connections start with ``plan_cache_mode = force_generic_plan`` (config/db/base.py).
+# lineage and the open-conflict probe) run as named prepared statements with generic
+# plans: their plan never depends on the values (a primary-key or (session, seq)
+# lookup, then the scope's filters), and planning a statement on memory_memory costs
+# more than running it, for it proves every partial index's predicate (two dozen at
+# 100k rows, ~90 at 1M). PostgreSQL keeps choosing custom plans for them by its own
+# cost rule (docs/benchmarks.md, session 14), so connections start with ``plan_cache_mode = force_generic_plan`` (config/db/base.py).
 # It touches only statements prepared on purpose, i.e. these: Django's cursors bind on
 # the client and never prepare, and the worker's vector store says prepare=False.
 # MNEMO_RECALL_GENERIC_PLANS=0 runs them as before.
@@ -592,8 +581,6 @@ def lookup_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with connection.cursor() as c:
             c.execute(sql, params)
             return c.fetchall()
-    import psycopg
-
     connection.ensure_connection()
     started = time.monotonic()
     # Errors surface as Django's (the middleware answers 503 to OperationalError).
