@@ -569,7 +569,8 @@ def graph_edges(
 # lookup, then the scope's filters), and planning a statement on memory_memory costs
 # more than running it, for it proves every partial index's predicate (two dozen at
 # 100k rows, ~90 at 1M). PostgreSQL keeps choosing custom plans for them by its own
-# cost rule (docs/benchmarks.md, session 14), so connections start with ``plan_cache_mode = force_generic_plan`` (config/db/base.py).
+# cost rule (docs/benchmarks.md, session 14), so connections start with
+# ``plan_cache_mode = force_generic_plan`` (config/db/base.py).
 # It touches only statements prepared on purpose, i.e. these: Django's cursors bind on
 # the client and never prepare, and the worker's vector store says prepare=False.
 # MNEMO_RECALL_GENERIC_PLANS=0 runs them as before.
