@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from accounts import rls
 from accounts.models import Agent, ApiKey, hash_secret
 from accounts.principals import Principal
+from config.db.prepared import lookup_rows
 
 # last_used_at is written at most this often per key, to keep writes off the hot path.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -68,9 +69,8 @@ def authenticate_key(raw: str) -> ApiKey | None:
     if parsed is None:
         return None
     prefix, secret = parsed
-    with connection.cursor() as cursor:
-        cursor.execute(_KEY_SQL, [prefix])
-        row = cursor.fetchone()
+    rows = lookup_rows(_KEY_SQL, [prefix])  # planned once per connection
+    row = rows[0] if rows else None
     if row is None or not hmac.compare_digest(row[3], hash_secret(secret)):
         return None
     agent = Agent(

@@ -18,12 +18,12 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import psycopg
 from django.conf import settings
 from django.db import connection
 
 from accounts.principals import Principal
 from config.db.arrays import IntArray
+from config.db.prepared import lookup_rows
 from memory.access import visibility_sql
 from memory.vector_indexes import index_name as tenant_index_name
 from recall import term_stats
@@ -563,37 +563,6 @@ def graph_edges(
     return edges
 
 
-# Statements that look rows up by id (hydration, neighbours, speakers; the citations'
-# lineage and the open-conflict probe) run as named prepared statements with generic
-# plans: their plan never depends on the values (a primary-key or (session, seq)
-# lookup, then the scope's filters), and planning a statement on memory_memory costs
-# more than running it, for it proves every partial index's predicate (two dozen at
-# 100k rows, ~90 at 1M). PostgreSQL keeps choosing custom plans for them by its own
-# cost rule (docs/benchmarks.md, session 14), so connections start with
-# ``plan_cache_mode = force_generic_plan`` (config/db/base.py).
-# It touches only statements prepared on purpose, i.e. these: Django's cursors bind on
-# the client and never prepare, and the worker's vector store says prepare=False.
-# MNEMO_RECALL_GENERIC_PLANS=0 runs them as before.
-
-
-def lookup_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Rows of an id-keyed statement, through a prepared generic plan when enabled."""
-    if not settings.MNEMO_RECALL_GENERIC_PLANS:
-        with connection.cursor() as c:
-            c.execute(sql, params)
-            return c.fetchall()
-    connection.ensure_connection()
-    started = time.monotonic()
-    # Errors surface as Django's (the middleware answers 503 to OperationalError).
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
-        cur.execute(sql, params, prepare=True)
-        rows = cur.fetchall()
-    if connection.queries_logged:  # as Django's cursors log (query-count tests)
-        took = time.monotonic() - started
-        connection.queries_log.append({"sql": sql, "time": f"{took:.3f}"})
-    return rows
-
-
 def neighbor_ids(
     scope: Scope, memory_ids: Sequence[int], *, radius: int = 1
 ) -> dict[int, list[int]]:
@@ -809,9 +778,9 @@ def store_probe(
         params += [config_org, config_org]
     if not parts and not head:
         return StoreProbe([True] * len(known), 0, 0.0)
-    with connection.cursor() as c:
-        c.execute("SELECT " + ", ".join(head + parts), params)
-        row = list(c.fetchone())
+    # Generic plans suit it: no part can use a tenant's partial index (those are HNSW
+    # and GIN), and planning its subqueries over memory_memory was ~90% of its cost.
+    row = list(lookup_rows("SELECT " + ", ".join(head + parts), params)[0])
     entities = None
     row = row[settings_read:]
     if names and config_org is not None:

@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from accounts.principals import Principal
 from config.db.arrays import IntArray
+from config.db.prepared import lookup_rows
 from memory.models import Memory
-from recall.channels import MemoryRow, lookup_rows, read_rows
+from recall.channels import MemoryRow, read_rows
 
 CITATION_DEPTH = 4
 _WORD = re.compile(r"[a-z0-9]+")

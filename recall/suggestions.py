@@ -7,9 +7,9 @@ from typing import Any
 
 from accounts.principals import Principal
 from config.db.arrays import IntArray
+from config.db.prepared import lookup_rows
 from memory.models import Conflict, ConflictStatus
 from recall.cascade import CascadeState
-from recall.channels import lookup_rows
 from recall.communities import communities_for_pack
 from recall.pipeline.intent import Intent
 from recall.scope import Scope

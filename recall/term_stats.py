@@ -32,6 +32,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.db.arrays import TextArray
+from config.db.prepared import lookup_rows
+
 logger = logging.getLogger(__name__)
 
 
@@ -116,20 +119,18 @@ def lookup(
     """
     if not terms:
         return Frequencies({}, 0)
-    with connection.cursor() as c:
-        c.execute(
-            "SELECT t, coalesce((SELECT sum(f.df) FROM recall_termfrequency f "
-            "  WHERE f.org_id = s.org_id AND f.tier = ANY(%s) "
-            "    AND f.term = l.lexeme), 0), "
-            " (SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(s.tier_rows) "
-            "  WHERE key = ANY(%s)), l.lexeme IS NOT NULL "
-            "FROM recall_termstats s CROSS JOIN unnest(%s::text[]) AS t "
-            "LEFT JOIN LATERAL (SELECT min(x.lexeme) AS lexeme "
-            "  FROM unnest(to_tsvector('english', t)) AS x) l ON true "
-            "WHERE s.org_id = %s",
-            [list(tiers), list(tiers), list(terms), org_id],
-        )
-        got = c.fetchall()
+    got = lookup_rows(
+        "SELECT t, coalesce((SELECT sum(f.df) FROM recall_termfrequency f "
+        "  WHERE f.org_id = s.org_id AND f.tier = ANY(%s) "
+        "    AND f.term = l.lexeme), 0), "
+        " (SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(s.tier_rows) "
+        "  WHERE key = ANY(%s)), l.lexeme IS NOT NULL "
+        "FROM recall_termstats s CROSS JOIN unnest(%s::text[]) AS t "
+        "LEFT JOIN LATERAL (SELECT min(x.lexeme) AS lexeme "
+        "  FROM unnest(to_tsvector('english', t)) AS x) l ON true "
+        "WHERE s.org_id = %s",
+        [TextArray(tiers), TextArray(tiers), TextArray(terms), org_id],
+    )
     if not got:
         return None
     return Frequencies({t: int(df) for t, df, _, has in got if has}, int(got[0][2]))

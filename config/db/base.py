@@ -59,7 +59,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         roles.log_default_scope()
         options = f"{params.get('options', '')} {roles.session_options()}"
         if getattr(settings, "MNEMO_RECALL_GENERIC_PLANS", False):
-            # Only for statements prepared on purpose (recall.channels.lookup_rows).
+            # Only for statements prepared on purpose (config.db.prepared.lookup_rows).
             options += " -c plan_cache_mode=force_generic_plan"
         params["options"] = options.strip()
         return params
@@ -84,7 +84,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         arrays.register(connection.adapters)
         if getattr(settings, "MNEMO_RECALL_GENERIC_PLANS", False):
             # Django turns psycopg's prepared statements off (None); prepare only what
-            # asks for it (prepare=True, recall.channels.lookup_rows), never by count.
+            # asks for it (config.db.prepared.lookup_rows), never by count.
             connection.prepare_threshold = 2**31 - 1
         key = f"{conn_params.get('host')}:{conn_params.get('port')}"
         if key not in _checked_vector:

@@ -166,3 +166,35 @@ def test_id_lookups_run_once_planned_as_generic_prepared_statements(world, setti
     settings.MNEMO_RECALL_GENERIC_PLANS = False  # through Django's cursor instead
     assert set(channels.read_rows(alice, ids)) == set(ids)
     assert channels.read_rows(carol, ids) == {}
+
+
+def test_the_store_probe_is_planned_once_per_connection(world, settings):
+    """The store probe (presence, pending rows, the org's settings) runs as a generic
+    prepared statement and answers per principal: another org sees no rows."""
+    from django.db import connection
+
+    alice, carol = world.principal("alice"), world.principal("carol")
+    remember(alice, MemoryInput(content="the zeppelin budget"))
+    mine = Scope(principal=alice, tiers=("raw",))
+    theirs = Scope(principal=carol, tiers=("raw",))
+    for _ in range(3):
+        channels.clear_caches()  # presence is remembered: ask the database each time
+        probe = channels.store_probe(
+            [mine], pending=mine, config_org=world.acme.pk, ef_search=100
+        )
+        assert probe.present == [True]
+    other = channels.store_probe(
+        [theirs], pending=theirs, config_org=world.globex.pk, ef_search=100
+    )
+    assert other.present == [False] and other.pending == 0
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["SELECT set_config('hnsw.ef_search'%"],
+        )
+        ((generic, custom),) = c.fetchall()
+    assert generic == 4 and custom == 0
+    settings.MNEMO_RECALL_GENERIC_PLANS = False
+    channels.clear_caches()
+    assert channels.store_probe([mine, theirs]).present == [True, False]
