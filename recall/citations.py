@@ -14,6 +14,21 @@ from memory.models import Memory
 from recall.channels import MemoryRow, read_rows
 
 CITATION_DEPTH = 4
+# The raw rows each digest derives from, through at most CITATION_DEPTH hops of
+# derived_from: one statement (it was two ORM queries a hop; docs/benchmarks.md,
+# session 21). A hop continues from any row that is not raw (a row this org cannot see
+# has no tier here and continues too, as before; nothing it leads to is cited unless
+# read_rows lets the principal see it). Each (item, row, tier, depth) is kept once.
+_WALK_SQL = (
+    "WITH RECURSIVE walk(item, node, tier, depth) AS ("
+    " SELECT i, i, NULL::text, 0 FROM unnest(%s::bigint[]) AS i"
+    " UNION"
+    " SELECT w.item, e.to_memory_id, m.tier::text, w.depth + 1"
+    " FROM walk w JOIN memory_memory_derived_from e ON e.from_memory_id = w.node"
+    " LEFT JOIN memory_memory m ON m.id = e.to_memory_id"
+    " WHERE w.depth < %s AND w.tier IS DISTINCT FROM 'raw'"
+    ") SELECT DISTINCT item, node FROM walk WHERE tier = 'raw'"
+)
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -59,35 +74,13 @@ def citations_for(
             return 0
         return len(terms & set(_WORD.findall(raw.content.lower())))
 
-    through = Memory.derived_from.through
-    roots: dict[int, set[int]] = {}
-    frontier: dict[int, set[int]] = {}
-    for mid in ids:
-        if rows[mid].tier == "raw":
-            roots[mid] = {mid}
-        else:
-            frontier[mid] = {mid}
-            roots[mid] = set()
-    for _ in range(CITATION_DEPTH):
-        current = {n for nodes in frontier.values() for n in nodes}
-        if not current:
-            break
-        edges: dict[int, list[int]] = {}
-        for src, dst in through.objects.filter(from_memory_id__in=current).values_list(
-            "from_memory_id", "to_memory_id"
-        ):
-            edges.setdefault(src, []).append(dst)
-        nxt_ids = {d for ds in edges.values() for d in ds}
-        tiers = dict(Memory.objects.filter(pk__in=nxt_ids).values_list("id", "tier"))
-        new_frontier: dict[int, set[int]] = {}
-        for item, nodes in frontier.items():
-            for n in nodes:
-                for d in edges.get(n, []):
-                    if tiers.get(d) == "raw":
-                        roots[item].add(d)
-                    else:
-                        new_frontier.setdefault(item, set()).add(d)
-        frontier = new_frontier
+    roots: dict[int, set[int]] = {
+        mid: {mid} if rows[mid].tier == "raw" else set() for mid in ids
+    }
+    digests = [mid for mid in ids if rows[mid].tier != "raw"]
+    if digests:
+        for item, raw in lookup_rows(_WALK_SQL, [IntArray(digests), CITATION_DEPTH]):
+            roots[item].add(raw)
     all_raw = {r for rs in roots.values() for r in rs}
     # Raw rows the caller already read (visibility checked) are not read again.
     raw_rows = {r: rows[r] for r in all_raw if r in rows and rows[r].tier == "raw"}
