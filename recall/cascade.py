@@ -124,7 +124,12 @@ def run_phase(
                 ),
             ),
         )
-    if w.get("lexical", 0) > 0:
+    # Phase 1 keeps only rows its vector channel found (below): with no vector hit
+    # the lexical channel's rows would all be dropped, so it does not run. In the
+    # bench's load two recalls in three found no fact that close (docs/benchmarks.md,
+    # session 21).
+    vector_gated = phase == 1 and qvec is not None and w.get("vector", 0) > 0
+    if w.get("lexical", 0) > 0 and not (vector_gated and "vector" not in rankings):
         add(
             "lexical",
             state.timed(
@@ -187,7 +192,7 @@ def run_phase(
         for h in hits:
             state.hits.setdefault(h.memory_id, {})[name] = h
     if phase == 1:
-        if qvec is not None and w.get("vector", 0) > 0:
+        if vector_gated:
             vector_ok = {h.memory_id for h in rankings.get("vector", [])}
             fused = [f for f in fused if f.memory_id in vector_ok]
         fused = _phase1_quotas(fused, scope, state)
