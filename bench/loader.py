@@ -137,6 +137,36 @@ def scratch_org(label: str) -> Iterator[tuple[Organization, str]]:
 BENCH_KEY_RATE_LIMIT_PER_MINUTE = 1_000_000
 
 
+def prewarm() -> dict[str, Any]:
+    """Bring the memory table and its indexes into memory before anything is timed.
+
+    The targets are for warm caches, and on this VM pages untouched for a few minutes
+    leave the OS cache: a 1M run started after a 100k one measured 82.5 / 228.9 ms
+    (HTTP cascade p50 / p95) and 19.6 rps where the next run of the same code gave 39.4
+    / 77.6 and 57.5 (docs/benchmarks.md, session 21). Indexes go into shared buffers
+    (most-read first: they are what every recall walks), the table into the OS cache
+    (it is larger than shared buffers at 1M). Needs ``pg_prewarm`` (contrib; run as
+    the owner). Returns the MiB read and the seconds it took.
+    """
+    started = time.perf_counter()
+    with connection.cursor() as c:
+        c.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        c.execute(
+            "SELECT coalesce(sum(pg_prewarm(i.indexrelid, 'buffer')), 0) "
+            "FROM pg_index i WHERE i.indrelid = 'memory_memory'::regclass AND i.indisvalid"
+        )
+        index_blocks = int(c.fetchone()[0])
+        c.execute("SELECT pg_prewarm('memory_memory'::regclass, 'read')")
+        table_blocks = int(c.fetchone()[0])
+        c.execute("SELECT current_setting('block_size')::int")
+        block = int(c.fetchone()[0])
+    return {
+        "index_mib": round(index_blocks * block / 2**20, 1),
+        "table_mib": round(table_blocks * block / 2**20, 1),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
 def issue_key(agent_id: int) -> str:
     """A fresh API key for ``agent_id`` (plaintext kept in memory only)."""
     key, plaintext = ApiKey.issue(agent=Agent.objects.get(pk=agent_id), name="bench")
