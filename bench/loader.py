@@ -153,7 +153,8 @@ def prewarm() -> dict[str, Any]:
         c.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         c.execute(
             "SELECT coalesce(sum(pg_prewarm(i.indexrelid, 'buffer')), 0) "
-            "FROM pg_index i WHERE i.indrelid = 'memory_memory'::regclass AND i.indisvalid"
+            "FROM pg_index i "
+            "WHERE i.indrelid = 'memory_memory'::regclass AND i.indisvalid"
         )
         index_blocks = int(c.fetchone()[0])
         c.execute("SELECT pg_prewarm('memory_memory'::regclass, 'read')")

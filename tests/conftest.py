@@ -89,6 +89,21 @@ def world(db: Any) -> World:
     )
 
 
+def prepared_plans(statement_prefix: str) -> tuple[int, int]:
+    """(generic, custom) plans so far of this connection's prepared statements whose
+    text starts with ``statement_prefix`` (config.db.prepared.lookup_rows)."""
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            [statement_prefix + "%"],
+        )
+        ((generic, custom),) = c.fetchall()
+    return int(generic or 0), int(custom or 0)
+
+
 @pytest.fixture
 def api() -> APIClient:
     return APIClient()

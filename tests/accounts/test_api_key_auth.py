@@ -14,6 +14,7 @@ from accounts.authentication import (
     principal_for_request,
 )
 from accounts.models import Agent, ApiKey
+from tests.conftest import prepared_plans
 
 pytestmark = pytest.mark.django_db
 
@@ -122,17 +123,6 @@ def test_a_request_does_not_wait_for_another_that_is_recording_the_same_key(worl
     assert ApiKey.objects.get(pk=key.pk).last_used_at is not None
 
 
-def _plans(statement_prefix: str) -> tuple[int, int]:
-    with connection.cursor() as c:
-        c.execute(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-            "WHERE statement LIKE %s",
-            [statement_prefix + "%"],
-        )
-        ((generic, custom),) = c.fetchall()
-    return generic, custom
-
-
 def test_the_key_lookup_is_planned_once_per_connection(world, settings):
     """The lookup runs as a prepared statement with a generic plan (planning it was
     most of its cost) and still tells keys apart: another org's key, a wrong secret,
@@ -140,7 +130,7 @@ def test_the_key_lookup_is_planned_once_per_connection(world, settings):
     for _ in range(3):
         assert authenticate_key(world.agent_a_key).agent.pk == world.agent_a.pk
     assert authenticate_key(world.agent_globex_key).org_id == world.globex.pk
-    assert _plans("SELECT k.id, k.org_id") == (4, 0)
+    assert prepared_plans("SELECT k.id, k.org_id") == (4, 0)
     assert authenticate_key(world.agent_a_key[:-1] + "x") is None
     ApiKey.objects.filter(agent=world.agent_a).update(revoked_at="2026-01-01T00:00Z")
     assert authenticate_key(world.agent_a_key) is None

@@ -8,6 +8,7 @@ from memory import services
 from memory.services import MemoryInput
 from recall import channels
 from recall.scope import Scope
+from tests.conftest import prepared_plans
 
 pytestmark = pytest.mark.django_db
 
@@ -142,7 +143,6 @@ def test_a_scope_that_is_a_small_share_of_its_org_is_scanned_too(world, settings
 def test_id_lookups_run_once_planned_as_generic_prepared_statements(world, settings):
     """Hydration, neighbours and speakers are planned once per connection (generic
     plans), answer as before, and still see only what the principal may see."""
-    from django.db import connection
 
     alice, carol = world.principal("alice"), world.principal("carol")
     rows = remember(
@@ -155,14 +155,7 @@ def test_id_lookups_run_once_planned_as_generic_prepared_statements(world, setti
         assert set(channels.read_rows(alice, ids)) == set(ids)
         assert channels.speakers_of(ids) == {ids[0]: "mel", ids[1]: "caroline"}
     assert channels.read_rows(carol, ids) == {}  # another org: nothing
-    with connection.cursor() as c:
-        c.execute(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-            "WHERE statement LIKE %s",
-            ["SELECT id, lower(speaker) FROM memory_memory%"],
-        )
-        ((generic, custom),) = c.fetchall()
-    assert generic == 3 and custom == 0
+    assert prepared_plans("SELECT id, lower(speaker) FROM memory_memory") == (3, 0)
     settings.MNEMO_RECALL_GENERIC_PLANS = False  # through Django's cursor instead
     assert set(channels.read_rows(alice, ids)) == set(ids)
     assert channels.read_rows(carol, ids) == {}
@@ -171,8 +164,6 @@ def test_id_lookups_run_once_planned_as_generic_prepared_statements(world, setti
 def test_the_store_probe_is_planned_once_per_connection(world, settings):
     """The store probe (presence, pending rows, the org's settings) runs as a generic
     prepared statement and answers per principal: another org sees no rows."""
-    from django.db import connection
-
     alice, carol = world.principal("alice"), world.principal("carol")
     remember(alice, MemoryInput(content="the zeppelin budget"))
     mine = Scope(principal=alice, tiers=("raw",))
@@ -187,14 +178,7 @@ def test_the_store_probe_is_planned_once_per_connection(world, settings):
         [theirs], pending=theirs, config_org=world.globex.pk, ef_search=100
     )
     assert other.present == [False] and other.pending == 0
-    with connection.cursor() as c:
-        c.execute(
-            "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements "
-            "WHERE statement LIKE %s",
-            ["SELECT set_config('hnsw.ef_search'%"],
-        )
-        ((generic, custom),) = c.fetchall()
-    assert generic == 4 and custom == 0
+    assert prepared_plans("SELECT set_config('hnsw.ef_search'") == (4, 0)
     settings.MNEMO_RECALL_GENERIC_PLANS = False
     channels.clear_caches()
     assert channels.store_probe([mine, theirs]).present == [True, False]
