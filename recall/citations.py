@@ -14,17 +14,18 @@ from memory.models import Memory
 from recall.channels import MemoryRow, read_rows
 
 CITATION_DEPTH = 4
+_LINEAGE = Memory.derived_from.through._meta.db_table
 # The raw rows each digest derives from, through at most CITATION_DEPTH hops of
 # derived_from: one statement (it was two ORM queries a hop; docs/benchmarks.md,
 # session 21). A hop continues from any row that is not raw (a row this org cannot see
 # has no tier here and continues too, as before; nothing it leads to is cited unless
 # read_rows lets the principal see it). Each (item, row, tier, depth) is kept once.
 _WALK_SQL = (
-    "WITH RECURSIVE walk(item, node, tier, depth) AS ("
+    "WITH RECURSIVE walk(item, node, tier, depth) AS ("  # noqa: S608 - model table
     " SELECT i, i, NULL::text, 0 FROM unnest(%s::bigint[]) AS i"
     " UNION"
     " SELECT w.item, e.to_memory_id, m.tier::text, w.depth + 1"
-    " FROM walk w JOIN memory_memory_derived_from e ON e.from_memory_id = w.node"
+    f" FROM walk w JOIN {_LINEAGE} e ON e.from_memory_id = w.node"
     " LEFT JOIN memory_memory m ON m.id = e.to_memory_id"
     " WHERE w.depth < %s AND w.tier IS DISTINCT FROM 'raw'"
     ") SELECT DISTINCT item, node FROM walk WHERE tier = 'raw'"
@@ -35,12 +36,11 @@ _WORD = re.compile(r"[a-z0-9]+")
 def topic_covers(topic_ids: list[int]) -> dict[int, set[int]]:
     if not topic_ids:
         return {}
-    table = Memory.derived_from.through._meta.db_table
     out: dict[int, set[int]] = {}
     # Plain SQL: twice a recall, and the ORM's query compilation cost more than the
     # index lookup itself (docs/benchmarks.md, session 14); planned once (session 20).
     for src, dst in lookup_rows(
-        f"SELECT from_memory_id, to_memory_id FROM {table} "  # noqa: S608 - model's table
+        f"SELECT from_memory_id, to_memory_id FROM {_LINEAGE} "  # noqa: S608 - model's table
         "WHERE from_memory_id = ANY(%s)",
         [IntArray(topic_ids)],
     ):
