@@ -147,24 +147,30 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 
 @functools.cache
-def _cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags as Linux reports them (empty elsewhere)."""
+def _cpu_info() -> tuple[str, frozenset[str]]:
+    """The CPU's vendor and feature flags as Linux reports them (empty elsewhere)."""
+    vendor, flags = "", frozenset[str]()
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
+                if line.startswith("vendor_id") and not vendor:
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = frozenset(line.split(":", 1)[1].split())
+                    break
     except OSError:
         pass
-    return frozenset()
+    return vendor, flags
 
 
 def precision() -> str:
     """``fp32`` or ``bf16``: how the torch backend computes document batches.
 
-    ``auto`` picks bf16 only where the CPU multiplies bf16 in hardware tiles
-    (``amx_bf16``): measured there at ~3x fp32's throughput with vectors at cosine
-    >= 0.9999 to fp32's. Elsewhere bf16 is emulated or unmeasured, so fp32.
+    ``auto`` picks bf16 where it was measured faster: CPUs that multiply bf16 in
+    hardware tiles (``amx_bf16``, ~3x fp32's throughput) and AMD CPUs with
+    ``avx512_bf16`` (EPYC, ~2.9x); vectors at cosine >= 0.9999 to fp32's either way.
+    An Intel CPU with ``avx512_bf16`` but no AMX was measured *slower* in bf16, so it
+    and everything else stays on fp32 (docs/benchmarks.md, sessions 11, 12, 22).
     """
     configured = settings.MNEMO_EMBEDDING_PRECISION
     if configured not in PRECISIONS:
@@ -173,7 +179,12 @@ def precision() -> str:
             f" ({', '.join(PRECISIONS)})"
         )
     if configured == "auto":
-        return "bf16" if "amx_bf16" in _cpu_flags() else "fp32"
+        vendor, flags = _cpu_info()
+        if "amx_bf16" in flags:
+            return "bf16"
+        if vendor == "AuthenticAMD" and "avx512_bf16" in flags:
+            return "bf16"
+        return "fp32"
     return str(configured)
 
 

@@ -100,12 +100,20 @@ def test_bf16_document_embeddings_stay_within_cosine_0_9999_of_fp32(settings):
 
 
 @pytest.mark.parametrize(
-    ("flags", "want"),
-    [({"avx2", "amx_bf16", "amx_tile"}, "bf16"), ({"avx2", "avx512_bf16"}, "fp32")],
+    ("vendor", "flags", "want"),
+    [
+        ("GenuineIntel", {"avx2", "amx_bf16", "amx_tile"}, "bf16"),
+        ("GenuineIntel", {"avx2", "avx512_bf16"}, "fp32"),  # measured slower there
+        ("AuthenticAMD", {"avx2", "avx512f", "avx512_bf16"}, "bf16"),
+        ("AuthenticAMD", {"avx2", "avx512f"}, "fp32"),
+        ("", set(), "fp32"),  # no /proc/cpuinfo
+    ],
 )
-def test_auto_precision_is_bf16_only_with_amx(settings, monkeypatch, flags, want):
+def test_auto_precision_is_bf16_only_where_measured_faster(
+    settings, monkeypatch, vendor, flags, want
+):
     settings.MNEMO_EMBEDDING_PRECISION = "auto"
-    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(embeddings, "_cpu_info", lambda: (vendor, frozenset(flags)))
     assert embeddings.precision() == want
     settings.MNEMO_EMBEDDING_PRECISION = "fp32"
     assert embeddings.precision() == "fp32"
