@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from rest_framework import serializers
@@ -171,7 +172,30 @@ class RetractIn(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
-class MemoryOut(serializers.ModelSerializer):
+_MODEL_FIELDS: dict[type, dict[str, serializers.Field]] = {}
+
+
+class BuiltOnceFieldsMixin:
+    """A ModelSerializer's fields built from the model once per class, then
+    shallow-copied per instance.
+
+    ModelSerializer rebuilds every field from ``Meta`` (model introspection, then a
+    deep copy of the declared ones) each time it is instantiated: once per write
+    response and once per hit of a search. Nothing in those fields depends on the
+    instance or its context, so the built set is kept (unbound) and each instance
+    binds its own shallow copies, as ``recall.api.ShallowFieldsMixin`` does for the
+    recall request.
+    """
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        cls = type(self)
+        built = _MODEL_FIELDS.get(cls)
+        if built is None:
+            built = _MODEL_FIELDS[cls] = super().get_fields()  # type: ignore[misc]
+        return {name: copy.copy(f) for name, f in built.items()}
+
+
+class MemoryOut(BuiltOnceFieldsMixin, serializers.ModelSerializer):
     session_id = serializers.IntegerField(allow_null=True)
     team_id = serializers.IntegerField(allow_null=True)
     superseded_by_id = serializers.IntegerField(allow_null=True)

@@ -319,3 +319,40 @@ def test_a_long_run_of_capitalised_words_is_not_taken_for_a_name():
     assert find_spans(headline) == []
     names = [s.normalized for s in find_spans(f"{headline}. Later, Caroline left.")]
     assert names == ["caroline"]
+
+
+def test_memory_out_builds_its_fields_once_and_writes_what_a_model_serializer_would(
+    agent, session_id
+):
+    """MemoryOut keeps its built fields per class (BuiltOnceFieldsMixin): the output
+    is a plain ModelSerializer's, and every instance binds fields of its own."""
+    import copy
+
+    from rest_framework import serializers
+
+    from memory.api.serializers import _MODEL_FIELDS, MemoryOut
+
+    post_messages(
+        agent,
+        session_id,
+        [{"content": "first", "speaker": "Ann", "occurred_at": "2023-05-08T13:56Z"}],
+    )
+    post_messages(agent, session_id, [{"content": "second", "role": "assistant"}])
+    rows = list(Memory.objects.filter(session_id=session_id).order_by("seq"))
+    plain = type(
+        "PlainMemoryOut",
+        (serializers.ModelSerializer,),
+        {
+            **{n: copy.deepcopy(f) for n, f in MemoryOut._declared_fields.items()},
+            "Meta": MemoryOut.Meta,
+            "get_untrusted": MemoryOut.get_untrusted,
+        },
+    )
+    for _ in range(2):  # the second time from the kept fields
+        assert MemoryOut(rows, many=True).data == plain(rows, many=True).data
+        assert [MemoryOut(m).data for m in rows] == [plain(m).data for m in rows]
+    assert MemoryOut in _MODEL_FIELDS
+    one, two = MemoryOut(rows[0]), MemoryOut(rows[1])
+    assert one.fields["content"] is not two.fields["content"]
+    assert one.fields["content"].parent is one and two.fields["content"].parent is two
+    assert one.data["content"] == "first" and two.data["content"] == "second"
