@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +15,7 @@ from accounts.authentication import principal_for_request
 from accounts.models import Visibility
 from memory import embeddings, services
 from memory.api.errors import error_response
-from memory.api.serializers import MemoryOut
+from memory.api.serializers import BuiltOnceFieldsMixin, MemoryOut
 from memory.models import KINDS_BY_TIER, Memory
 from recall import channels, lineage
 from recall.scope import Scope
@@ -37,23 +36,7 @@ ALL_TIERS = list(KINDS_BY_TIER)
 ALL_KINDS = [k for ks in KINDS_BY_TIER.values() for k in ks]
 
 
-class ShallowFieldsMixin:
-    """Per-instance fields as shallow copies of the declared ones.
-
-    DRF deep-copies every declared field for each serializer instance (each field
-    re-instantiated from its arguments): 0.67-0.80 ms a recall request for RecallIn's
-    35 fields, against 0.27 ms for shallow copies (docs/benchmarks.md, session 15).
-    ``bind`` sets only the copy's own attributes; a list field's child (and the
-    validators and choices) stay shared, read-only, as between requests.
-    """
-
-    _declared_fields: dict[str, serializers.Field]
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        return {name: copy.copy(f) for name, f in self._declared_fields.items()}
-
-
-class RecallIn(ShallowFieldsMixin, serializers.Serializer):
+class RecallIn(BuiltOnceFieldsMixin, serializers.Serializer):
     query = serializers.CharField(min_length=1, max_length=2000, trim_whitespace=True)
     budget_tokens = serializers.IntegerField(min_value=1, max_value=32768, default=4096)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=15)

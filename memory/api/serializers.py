@@ -172,26 +172,28 @@ class RetractIn(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
-_MODEL_FIELDS: dict[type, dict[str, serializers.Field]] = {}
+_BUILT_FIELDS: dict[type, dict[str, serializers.Field]] = {}
 
 
 class BuiltOnceFieldsMixin:
-    """A ModelSerializer's fields built from the model once per class, then
-    shallow-copied per instance.
+    """A serializer's fields built once per class, then shallow-copied per instance.
 
-    ModelSerializer rebuilds every field from ``Meta`` (model introspection, then a
-    deep copy of the declared ones) each time it is instantiated: once per write
-    response and once per hit of a search. Nothing in those fields depends on the
-    instance or its context, so the built set is kept (unbound) and each instance
-    binds its own shallow copies, as ``recall.api.ShallowFieldsMixin`` does for the
-    recall request.
+    DRF builds every field again for each instance: a ``Serializer`` deep-copies its
+    declared fields (each re-instantiated from its arguments: 0.67-0.80 ms a recall
+    request for RecallIn's 35 fields, against 0.27 ms shallow, session 15), and a
+    ``ModelSerializer`` also rebuilds its fields from ``Meta`` by introspecting the
+    model (0.45 ms per MemoryOut, once per write response and per search hit,
+    session 22). Nothing in those fields depends on the instance or its context, so
+    the built set is kept, unbound, and each instance binds shallow copies: ``bind``
+    sets only the copy's own attributes; a list field's child (and the validators and
+    choices) stay shared, read-only, as between requests.
     """
 
     def get_fields(self) -> dict[str, serializers.Field]:
         cls = type(self)
-        built = _MODEL_FIELDS.get(cls)
+        built = _BUILT_FIELDS.get(cls)
         if built is None:
-            built = _MODEL_FIELDS[cls] = super().get_fields()  # type: ignore[misc]
+            built = _BUILT_FIELDS[cls] = super().get_fields()  # type: ignore[misc]
         return {name: copy.copy(f) for name, f in built.items()}
 
 

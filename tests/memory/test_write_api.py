@@ -330,7 +330,7 @@ def test_memory_out_builds_its_fields_once_and_writes_what_a_model_serializer_wo
 
     from rest_framework import serializers
 
-    from memory.api.serializers import _MODEL_FIELDS, MemoryOut
+    from memory.api.serializers import _BUILT_FIELDS, MemoryOut
 
     post_messages(
         agent,
@@ -351,7 +351,7 @@ def test_memory_out_builds_its_fields_once_and_writes_what_a_model_serializer_wo
     for _ in range(2):  # the second time from the kept fields
         assert MemoryOut(rows, many=True).data == plain(rows, many=True).data
         assert [MemoryOut(m).data for m in rows] == [plain(m).data for m in rows]
-    assert MemoryOut in _MODEL_FIELDS
+    assert MemoryOut in _BUILT_FIELDS
     one, two = MemoryOut(rows[0]), MemoryOut(rows[1])
     assert one.fields["content"] is not two.fields["content"]
     assert one.fields["content"].parent is one and two.fields["content"].parent is two

@@ -545,8 +545,9 @@ def test_a_row_the_caller_may_not_see_never_corroborates(world):
 
 
 def test_recall_input_fields_are_per_request_and_validate_like_deep_copies():
-    """RecallIn's shallow field copies (recall.api.ShallowFieldsMixin) give each
-    request its own bound fields and the same data and errors as DRF's deep copies."""
+    """RecallIn's shallow field copies (memory.api.serializers.BuiltOnceFieldsMixin)
+    give each request its own bound fields and the same data and errors as DRF's deep
+    copies."""
     from rest_framework import serializers
 
     from recall.api import RecallIn
