@@ -42,6 +42,9 @@ class Options:
     vocabulary: int = 6000
     load_clients: int = 20
     load_seconds: float = 60.0
+    # A second load run at this fixed offered rate (recalls a second, 0: none): the
+    # latency at a given throughput, where the closed-loop run gives the capacity.
+    load_rate: float = 100.0
     ingest_messages: int = 300
     recall_checks: int = 50
     # 200 and 800 are what recall uses (a tenant index under / over 100k rows).
@@ -224,9 +227,14 @@ def _http_part(
         if opts.load_seconds > 0:
             log(f"sustained load: {opts.load_clients} clients for {opts.load_seconds}s")
             fresh = sample_queries(rows, gen.orgs, 2000, seed=opts.seed + 99)
-            out["load"] = _loadgen(
-                srv, [(keys[o], q) for o, q in fresh if o in keys], opts
-            )
+            load_jobs = [(keys[o], q) for o, q in fresh if o in keys]
+            out["load"] = _loadgen(srv, load_jobs, opts)
+            if opts.load_rate > 0:
+                log(
+                    f"paced load: {opts.load_clients} clients, "
+                    f"{opts.load_rate:g} recalls/s offered for {opts.load_seconds}s"
+                )
+                out["load_paced"] = _loadgen(srv, load_jobs, opts, rate=opts.load_rate)
         ingest_org = min(agents)
         texts = [
             gen._message(gen.orgs[ingest_org], random.Random(i))[0]
@@ -252,7 +260,11 @@ def _purge_broker() -> None:
 
 
 def _loadgen(
-    srv: servers.Servers, jobs: list[tuple[str, str]], opts: Options
+    srv: servers.Servers,
+    jobs: list[tuple[str, str]],
+    opts: Options,
+    *,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     spec = {
         "host": srv.host,
@@ -260,6 +272,7 @@ def _loadgen(
         "clients": opts.load_clients,
         "seconds": opts.load_seconds,
         "jobs": jobs,
+        "rate": rate,
     }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)

@@ -60,6 +60,12 @@ class Command(BaseCommand):
             p.add_argument("--vocabulary", type=int, default=6000)
             p.add_argument("--load-clients", type=int, default=20)
             p.add_argument("--load-seconds", type=float, default=60.0)
+            p.add_argument(
+                "--load-rate",
+                type=float,
+                default=100.0,
+                help="recalls a second offered in a second, paced load run (0: none)",
+            )
             p.add_argument("--ingest-messages", type=int, default=300)
             p.add_argument("--recall-checks", type=int, default=50)
             p.add_argument("--web-workers", type=int, default=2)
@@ -86,6 +92,8 @@ class Command(BaseCommand):
             for p in report.plots(results, Path(opts["plots"]), prefix=opts["prefix"]):
                 self.stderr.write(f"plot: {p}")
             return
+        if not 0 <= opts["load_rate"] <= 10_000:
+            raise CommandError("--load-rate must be between 0 (no paced run) and 10000")
         out = Path(opts["out"])
         out.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
@@ -131,6 +139,7 @@ class Command(BaseCommand):
             "vocabulary",
             "load_clients",
             "load_seconds",
+            "load_rate",
             "ingest_messages",
             "recall_checks",
             "seed",
@@ -164,6 +173,7 @@ def _options(opts: dict[str, Any], size: int) -> Options:
         vocabulary=opts["vocabulary"],
         load_clients=opts["load_clients"],
         load_seconds=opts["load_seconds"],
+        load_rate=opts["load_rate"],
         ingest_messages=opts["ingest_messages"],
         recall_checks=opts["recall_checks"],
         http=not opts["no_http"],
