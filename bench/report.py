@@ -57,14 +57,17 @@ def markdown(results: list[dict[str, Any]]) -> str:
     out += [
         "",
         "| size | ingest msg/s | write p50 / p95 ms | visible p95 s | model texts/s "
-        "| load rps | load p95 / p99 ms | errors | paced: offered / served rps "
-        "| paced p95 / p99 ms | RSS web / worker MiB |",
-        "|---:|---:|---|---:|---:|---:|---|---:|---|---|---|",
+        "| load rps | load p95 / p99 ms | errors | paced: offered -> served rps, "
+        "p95 / p99 ms | RSS web / worker MiB |",
+        "|---:|---:|---|---:|---:|---:|---|---:|---|---|",
     ]
     for r in results:
         ing, load = r.get("ingest", {}), r.get("load", {})
-        paced = r.get("load_paced", {})
-        plat = paced.get("latency_ms", {})
+        paced = "; ".join(
+            f"{p['offered_rps']:g} -> {p['throughput_rps']}, "
+            f"{p['latency_ms'].get('p95', '-')} / {p['latency_ms'].get('p99', '-')}"
+            for p in r.get("load_paced", [])
+        )
         rss, model = r.get("peak_rss_mib", {}), r.get("model_throughput", {})
         w = ing.get("write_ms", {})
         lat = load.get("latency_ms", {})
@@ -75,8 +78,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"{model.get('texts_per_s', '-')} | {load.get('throughput_rps', '-')} | "
             f"{lat.get('p95', '-')} / {lat.get('p99', '-')} | "
             f"{load.get('errors', '-')} | "
-            f"{paced.get('offered_rps', '-')} / {paced.get('throughput_rps', '-')} | "
-            f"{plat.get('p95', '-')} / {plat.get('p99', '-')} | "
+            f"{paced or '-'} | "
             f"{rss.get('web', '-')} / {rss.get('worker', '-')} |"
         )
     out += [

@@ -42,9 +42,9 @@ class Options:
     vocabulary: int = 6000
     load_clients: int = 20
     load_seconds: float = 60.0
-    # A second load run at this fixed offered rate (recalls a second, 0: none): the
-    # latency at a given throughput, where the closed-loop run gives the capacity.
-    load_rate: float = 100.0
+    # Load runs at these fixed offered rates (recalls a second) after the closed-loop
+    # one: the latency at a given throughput, where the closed loop gives capacity.
+    load_rates: tuple[float, ...] = (80.0, 100.0)
     ingest_messages: int = 300
     recall_checks: int = 50
     # 200 and 800 are what recall uses (a tenant index under / over 100k rows).
@@ -229,12 +229,13 @@ def _http_part(
             fresh = sample_queries(rows, gen.orgs, 2000, seed=opts.seed + 99)
             load_jobs = [(keys[o], q) for o, q in fresh if o in keys]
             out["load"] = _loadgen(srv, load_jobs, opts)
-            if opts.load_rate > 0:
+            out["load_paced"] = []
+            for rate in opts.load_rates:
                 log(
                     f"paced load: {opts.load_clients} clients, "
-                    f"{opts.load_rate:g} recalls/s offered for {opts.load_seconds}s"
+                    f"{rate:g} recalls/s offered for {opts.load_seconds}s"
                 )
-                out["load_paced"] = _loadgen(srv, load_jobs, opts, rate=opts.load_rate)
+                out["load_paced"].append(_loadgen(srv, load_jobs, opts, rate=rate))
         ingest_org = min(agents)
         texts = [
             gen._message(gen.orgs[ingest_org], random.Random(i))[0]

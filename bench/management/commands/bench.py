@@ -61,10 +61,10 @@ class Command(BaseCommand):
             p.add_argument("--load-clients", type=int, default=20)
             p.add_argument("--load-seconds", type=float, default=60.0)
             p.add_argument(
-                "--load-rate",
-                type=float,
-                default=100.0,
-                help="recalls a second offered in a second, paced load run (0: none)",
+                "--load-rates",
+                default="80,100",
+                help="recalls a second offered in paced load runs after the "
+                "closed-loop one, e.g. 80,100 (empty: none)",
             )
             p.add_argument("--ingest-messages", type=int, default=300)
             p.add_argument("--recall-checks", type=int, default=50)
@@ -92,8 +92,7 @@ class Command(BaseCommand):
             for p in report.plots(results, Path(opts["plots"]), prefix=opts["prefix"]):
                 self.stderr.write(f"plot: {p}")
             return
-        if not 0 <= opts["load_rate"] <= 10_000:
-            raise CommandError("--load-rate must be between 0 (no paced run) and 10000")
+        _rates(opts["load_rates"])  # a bad list fails before anything is loaded
         out = Path(opts["out"])
         out.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
@@ -139,7 +138,7 @@ class Command(BaseCommand):
             "vocabulary",
             "load_clients",
             "load_seconds",
-            "load_rate",
+            "load_rates",
             "ingest_messages",
             "recall_checks",
             "seed",
@@ -164,6 +163,22 @@ class Command(BaseCommand):
         return _read(Path(proc.stdout.strip().splitlines()[-1]))[0]
 
 
+def _rates(text: str) -> tuple[float, ...]:
+    """``--load-rates``: comma-separated recalls a second, each in (0, 10000]."""
+    rates = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            rate = float(part)
+        except ValueError:
+            raise CommandError(f"--load-rates: {part!r} is not a number") from None
+        if not 0 < rate <= 10_000:
+            raise CommandError(f"--load-rates: {part} is not in (0, 10000]")
+        rates.append(rate)
+    return tuple(rates)
+
+
 def _options(opts: dict[str, Any], size: int) -> Options:
     return Options(
         size=size,
@@ -173,7 +188,7 @@ def _options(opts: dict[str, Any], size: int) -> Options:
         vocabulary=opts["vocabulary"],
         load_clients=opts["load_clients"],
         load_seconds=opts["load_seconds"],
-        load_rate=opts["load_rate"],
+        load_rates=_rates(opts["load_rates"]),
         ingest_messages=opts["ingest_messages"],
         recall_checks=opts["recall_checks"],
         http=not opts["no_http"],
