@@ -46,7 +46,7 @@ class Options:
     # one: the latency at a given throughput, where the closed loop gives capacity.
     load_rates: tuple[float, ...] = (80.0, 100.0)
     ingest_messages: int = 300
-    recall_checks: int = 50
+    recall_checks: int = 200
     # 200 and 800 are what recall uses (a tenant index under / over 100k rows).
     ef_search_sweep: tuple[int, ...] = (40, 100, 200, 400, 800)
     http: bool = True
@@ -190,10 +190,9 @@ def _filtered(
         out[label] = {
             "org_share": round(share, 4),
             "rows": gen.orgs[org].n_rows,
-            "by_ef_search": [
-                runs.filtered_vector_recall(principal, vecs, ef_search=ef)
-                for ef in opts.ef_search_sweep
-            ],
+            "by_ef_search": runs.filtered_vector_recall(
+                principal, vecs, ef_searches=opts.ef_search_sweep
+            ),
         }
     return out
 

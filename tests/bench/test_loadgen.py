@@ -99,14 +99,3 @@ def test_the_rate_is_checked():
                 "rate": -1,
             }
         )
-
-
-@pytest.mark.parametrize(
-    ("rates", "message"),
-    [("80,abc", "'abc' is not a number"), ("0", "0 is not in"), ("-5", "-5 is not in")],
-)
-def test_bad_load_rates_fail_before_anything_is_loaded(rates: str, message: str):
-    from django.core.management import CommandError, call_command
-
-    with pytest.raises(CommandError, match=message):
-        call_command("bench", "run", "--sizes", "1k", "--load-rates", rates)

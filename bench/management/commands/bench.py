@@ -67,7 +67,7 @@ class Command(BaseCommand):
                 "closed-loop one, e.g. 80,100 (empty: none)",
             )
             p.add_argument("--ingest-messages", type=int, default=300)
-            p.add_argument("--recall-checks", type=int, default=50)
+            p.add_argument("--recall-checks", type=int, default=200)
             p.add_argument("--web-workers", type=int, default=2)
             p.add_argument("--ingest-timeout", type=float, default=120.0)
             p.add_argument("--no-http", action="store_true")
@@ -93,6 +93,8 @@ class Command(BaseCommand):
                 self.stderr.write(f"plot: {p}")
             return
         _rates(opts["load_rates"])  # a bad list fails before anything is loaded
+        if opts["recall_checks"] < 1:
+            raise CommandError("--recall-checks must be at least 1")
         out = Path(opts["out"])
         out.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
