@@ -20,6 +20,7 @@ from django.utils.dateparse import parse_datetime
 
 from accounts.models import Agent, Organization
 from accounts.principals import NoAccess, Principal
+from memory.models import ALL_KINDS, Tier
 from recall.evaluation.metrics import hit_at_k, mrr
 from recall.models import Feedback, ReviewStatus, Verdict
 from recall.types import RecallRequest
@@ -138,6 +139,10 @@ def request_from_params(query: str, params: dict[str, Any]) -> RecallRequest:
                 continue
         elif key in _TUPLES:
             value = tuple(value)
+        allowed = {"tiers": Tier.values, "kinds": ALL_KINDS}.get(key)
+        if allowed is not None and not set(value) <= set(allowed):
+            unknown = sorted(set(value) - set(allowed))
+            raise FeedbackSetError(f"{key}: unknown names {unknown}")
         kwargs[key] = value
     return RecallRequest(query=query, record_event=False, **kwargs)
 

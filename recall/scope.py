@@ -15,6 +15,20 @@ from typing import Any
 from accounts.principals import Principal
 from config.db.arrays import IntArray, TextArray
 from memory.access import visibility_sql
+from memory.models import ALL_KINDS, Tier
+
+# The names a scope's own tiers and kinds may hold, spelled into the SQL (below).
+_NAMES = frozenset(Tier.values) | frozenset(ALL_KINDS)
+
+
+def _names_sql(names: tuple[str, ...]) -> str:
+    """``IN`` list of tier or kind names as SQL literals. A scope's tiers and kinds
+    come from the cascade's phases filtered by the request's validated choices, so a
+    name outside the model's is a bug, refused here rather than quoted."""
+    unknown = sorted(set(names) - _NAMES)
+    if unknown or not names:
+        raise ValueError(f"not tier or kind names: {unknown or 'none given'}")
+    return ", ".join(f"'{name}'" for name in names)
 
 
 @dataclass(frozen=True)
@@ -43,8 +57,12 @@ def eligibility_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
     """``WHERE`` fragment (and params) for rows of ``alias`` that ``scope`` may return."""
     a = alias
     vis, params = visibility_sql(scope.principal, a)
-    parts = [vis, f"{a}.tier = ANY(%s)"]
-    params.append(TextArray(scope.tiers))
+    # The scope's tiers and kinds are written as literals, not parameters: statements
+    # run with generic plans (the store probe) then plan with their frequencies. With
+    # parameters the probe's plan was a coin toss between (org, kind, tier, status)
+    # and a smaller index on org alone that reads every row of the tenant, settled by
+    # the indexes' sizes (docs/benchmarks.md, session 24).
+    parts = [vis, f"{a}.tier IN ({_names_sql(scope.tiers)})"]
     read = scope.principal.read_scopes or {}
     if read.get("tiers"):
         parts.append(f"{a}.tier = ANY(%s)")
@@ -53,8 +71,7 @@ def eligibility_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
         parts.append(f"{a}.kind = ANY(%s)")
         params.append(TextArray(read["kinds"]))
     if scope.kinds:
-        parts.append(f"{a}.kind = ANY(%s)")
-        params.append(TextArray(scope.kinds))
+        parts.append(f"{a}.kind IN ({_names_sql(scope.kinds)})")
     if scope.sessions:
         parts.append(f"{a}.session_id = ANY(%s)")
         params.append(IntArray(scope.sessions))

@@ -331,3 +331,30 @@ def test_export_lists_accepted_feedback_as_replayable_cases(world, facts, tmp_pa
     call_command("replay_feedback", str(out), stdout=stdout, stderr=StringIO())
     text = stdout.getvalue()
     assert "1 case(s) replayed" in text and "hit@10" in text and "mrr" in text
+
+
+def test_a_replayed_case_naming_an_unknown_kind_is_refused_with_its_name(
+    world, tmp_path
+):
+    """Scopes spell their tiers and kinds into the SQL (recall/scope.py), so a feedback
+    set, which is a file anyone may hand the command, is checked against the model's
+    names before a recall runs."""
+    from django.core.management.base import CommandError
+
+    out = tmp_path / "set.json"
+    call_command("export_feedback", "--org", "acme", "--out", str(out))
+    data = json.loads(out.read_text())
+    data["cases"] = [
+        {
+            "recall_id": 1,
+            "query": "dog",
+            "principal": world.principal("alice").label,
+            "params": {"kinds": ["fact", "x') OR TRUE --"]},
+            "expected_ids": [1],
+        }
+    ]
+    out.write_text(json.dumps(data))
+    with pytest.raises(
+        CommandError, match=r"kinds: unknown names \[\"x'\) OR TRUE --\"\]"
+    ):
+        call_command("replay_feedback", str(out), stdout=None, stderr=None)

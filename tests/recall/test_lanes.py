@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
@@ -685,6 +686,21 @@ def test_the_presence_probe_of_an_absent_kind_reads_one_index_entry(world):
         c.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe({values})")
         plan = c.fetchone()[0]
         c.execute("DEALLOCATE probe")
-    assert "memory_org_kind_tier_status" in str(plan)
+    assert "memory_org_kind_tier_status" in str(plan), json.dumps(plan, indent=1)
     # The old plan read ~3,400 buffers for 20k raw rows of a tenant (69,630 at 1M).
     assert plan[0]["Plan"]["Shared Hit Blocks"] < 20
+
+
+def test_a_scope_spells_its_tiers_and_kinds_as_literals_and_refuses_other_names(world):
+    alice = world.principal("alice")
+    where, params = eligibility_sql(
+        Scope(principal=alice, tiers=("raw",), kinds=("chunk", "artifact"))
+    )
+    assert "m.tier IN ('raw')" in where and "m.kind IN ('chunk', 'artifact')" in where
+    for bad in (
+        Scope(principal=alice, tiers=("raw') OR TRUE --",)),
+        Scope(principal=alice, tiers=("raw",), kinds=("Chunk",)),
+        Scope(principal=alice, tiers=()),
+    ):
+        with pytest.raises(ValueError, match="not tier or kind names"):
+            eligibility_sql(bad)
