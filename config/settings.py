@@ -194,7 +194,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["memory.api.renderers.FastJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["accounts.ratelimit.ApiKeyRateThrottle"],
