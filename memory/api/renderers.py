@@ -39,7 +39,9 @@ class FastJSONRenderer(JSONRenderer):
         ):
             return super().render(data, accepted_media_type, renderer_context)
         try:
-            out = orjson.dumps(data, default=self.encoder_class().default, option=_OPTIONS)
+            out = orjson.dumps(
+                data, default=self.encoder_class().default, option=_OPTIONS
+            )
         except (orjson.JSONEncodeError, TypeError, ValueError):
             return super().render(data, accepted_media_type, renderer_context)
         if b"\xe2\x80" in out:  # the UTF-8 lead bytes of U+2028 / U+2029

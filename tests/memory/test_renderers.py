@@ -83,8 +83,6 @@ def test_nan_is_written_as_null_where_strict_drf_would_fail():
 
 @pytest.mark.django_db
 def test_api_errors_and_answers_come_through_it(client):
-    response = client.post(
-        "/api/v1/recall", data="{}", content_type="application/json"
-    )
+    response = client.post("/api/v1/recall", data="{}", content_type="application/json")
     assert response.status_code in (401, 403)
     assert "error" in response.json() or "detail" in response.json()
