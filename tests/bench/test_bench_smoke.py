@@ -110,3 +110,15 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys, shared_index_res
     ] == pytest.approx(1.0)
     assert result["peak_rss_mib"]["web"] > 0
     assert (tmp_path / "bench-smoke-latency.png").stat().st_size > 1000
+    # `bench instructions` on the same corpus, but for valgrind (minutes for one
+    # Django process): its jobs and the replay it counts.
+    from bench import instructions
+
+    jobs = tmp_path / "jobs.json"
+    assert instructions.write_jobs(1000, 3, jobs) == 3
+    assert instructions.replay(jobs) > 3 * 200  # bytes of three recall answers
+    argv = instructions.valgrind_argv(tmp_path / "out", ["python", "x"])
+    assert "--toggle-collect=functools_reduce" in argv and argv[-2:] == ["python", "x"]
+    (tmp_path / "out").write_text("events: Ir\nsummary: 3000\ntotals: 3000\n")
+    assert instructions.total_instructions(tmp_path / "out") == 3000
+    assert instructions.result(3000, 3)["instructions_per_recall"] == 1000

@@ -1,9 +1,11 @@
-"""``manage.py bench run|size|report``: speed and scale benchmarks (docs/benchmarks.md).
+"""``manage.py bench run|size|report|instructions``: speed and scale benchmarks
+(docs/benchmarks.md).
 
 ``run`` starts one child ``bench size`` per corpus size, each in its own database
 (``mnemo_bench_<size>`` in ``MNEMO_BENCH_DATA_DIR``, default ``var/bench-pg``), so a
 loaded corpus is reused by later runs and never mixes with real data. ``--in-process``
-uses this process's database instead (the smoke test does).
+uses this process's database instead (the smoke test does). ``instructions`` counts
+a recall's instructions with callgrind on such a database (``bench/instructions.py``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,20 @@ class Command(BaseCommand):
             "--plots", default=str(Path(settings.BASE_DIR) / "bench" / "results")
         )
         rep.add_argument("--prefix", default="bench")
+        ins = sub.add_parser("instructions", help="instructions a recall (callgrind)")
+        ins.add_argument("--size", default="100k", help="a corpus `bench run` loaded")
+        ins.add_argument("--recalls", type=int, default=30)
+        ins.add_argument("--mode", choices=("cascade", "direct"), default="cascade")
+        ins.add_argument("--label", default="")
+        ins.add_argument(
+            "--out", default=str(Path(settings.BASE_DIR) / "bench" / "results")
+        )
+        for name in ("instructions-jobs", "instructions-replay"):
+            hidden = sub.add_parser(name)
+            hidden.add_argument("jobs")
+            hidden.add_argument("--size", default="100k")
+            hidden.add_argument("--recalls", type=int, default=30)
+            hidden.add_argument("--mode", default="cascade")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["action"] == "report":
@@ -91,6 +107,9 @@ class Command(BaseCommand):
             self.stdout.write(report.markdown(results))
             for p in report.plots(results, Path(opts["plots"]), prefix=opts["prefix"]):
                 self.stderr.write(f"plot: {p}")
+            return
+        if opts["action"].startswith("instructions"):
+            self._instructions(opts)
             return
         _rates(opts["load_rates"])  # a bad list fails before anything is loaded
         if opts["recall_checks"] < 1:
@@ -121,17 +140,58 @@ class Command(BaseCommand):
             self.stderr.write(f"plot: {p}")
         self.stderr.write(f"results: {path}")
 
-    def _child(self, size: int, opts: dict[str, Any]) -> dict[str, Any]:
-        data_dir = os.environ.get(
-            "MNEMO_BENCH_DATA_DIR", str(Path(settings.BASE_DIR) / "var" / "bench-pg")
+    def _instructions(self, opts: dict[str, Any]) -> None:
+        from bench import instructions
+
+        if opts["recalls"] < 1:
+            raise CommandError("--recalls must be at least 1")
+        size = _sizes(opts["size"])[0]
+        if opts["action"] == "instructions-jobs":
+            n = instructions.write_jobs(size, opts["recalls"], Path(opts["jobs"]))
+            self.stderr.write(f"{n} recalls written to {opts['jobs']}")
+            return
+        if opts["action"] == "instructions-replay":
+            instructions.replay(Path(opts["jobs"]), mode=opts["mode"])
+            return
+        out = Path(opts["out"])
+        out.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        label = f"-{opts['label']}" if opts["label"] else ""
+        jobs = out / f"instructions{label}-{stamp}-jobs.json"
+        grind = out / f"instructions{label}-{stamp}.callgrind"
+        env = _bench_env(size)
+        base = [sys.executable, "manage.py"]
+        common = ["--size", str(size), "--recalls", str(opts["recalls"])]
+        steps = [
+            [*base, "bench", "instructions-jobs", str(jobs), *common],
+            instructions.valgrind_argv(
+                grind,
+                [*base, "bench", "instructions-replay", str(jobs), *common]
+                + ["--mode", opts["mode"]],
+            ),
+        ]
+        for argv in steps:
+            self.stderr.write(" ".join(argv[:3] + argv[-6:]))
+            proc = subprocess.run(  # noqa: S603 - this manage.py under valgrind
+                argv, cwd=settings.BASE_DIR, env=env, check=False
+            )
+            if proc.returncode != 0:
+                raise CommandError(f"{argv[2]} failed (exit {proc.returncode})")
+        total = instructions.total_instructions(grind)
+        n = len(json.loads(jobs.read_text()))
+        res = instructions.result(
+            total, n, size=size, mode=opts["mode"], callgrind=str(grind)
         )
-        env = {
-            **os.environ,
-            "MNEMO_DATA_DIR": data_dir,
-            "MNEMO_DB_NAME": f"mnemo_bench_{size}",
-            "MNEMO_LOG_LEVEL": "WARNING",
-        }
-        env.pop("DATABASE_URL", None)
+        path = out / f"instructions{label}-{stamp}.json"
+        path.write_text(json.dumps(res, indent=1))
+        self.stdout.write(
+            f"| size | mode | recalls | instructions a recall |\n|---:|---|---:|---:|\n"
+            f"| {size:,} | {opts['mode']} | {n} | {res['instructions_per_recall']:,} |"
+        )
+        self.stderr.write(f"results: {path}")
+
+    def _child(self, size: int, opts: dict[str, Any]) -> dict[str, Any]:
+        env = _bench_env(size)
         argv = [sys.executable, "manage.py", "bench", "size", "--size", str(size)]
         for flag in (
             "out",
@@ -163,6 +223,21 @@ class Command(BaseCommand):
         if proc.returncode != 0:
             raise CommandError(f"bench size {size} failed (exit {proc.returncode})")
         return _read(Path(proc.stdout.strip().splitlines()[-1]))[0]
+
+
+def _bench_env(size: int) -> dict[str, str]:
+    """The environment of a child on the bench database of ``size``."""
+    data_dir = os.environ.get(
+        "MNEMO_BENCH_DATA_DIR", str(Path(settings.BASE_DIR) / "var" / "bench-pg")
+    )
+    env = {
+        **os.environ,
+        "MNEMO_DATA_DIR": data_dir,
+        "MNEMO_DB_NAME": f"mnemo_bench_{size}",
+        "MNEMO_LOG_LEVEL": "WARNING",
+    }
+    env.pop("DATABASE_URL", None)
+    return env
 
 
 def _rates(text: str) -> tuple[float, ...]:
