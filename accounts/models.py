@@ -93,7 +93,7 @@ class Membership(models.Model):
 
 
 class Agent(models.Model):
-    """An automated principal acting for its org, optionally bound to a team and a user."""
+    """An automated principal acting for its org, optionally bound to a team, a user."""
 
     org = models.ForeignKey(
         Organization, on_delete=models.CASCADE, related_name="agents"
@@ -116,7 +116,9 @@ class Agent(models.Model):
     read_scopes = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Optional limit on what recall returns, e.g. {"tiers": ["semantic"]}.',
+        help_text=(
+            'Optional limit on what recall returns, e.g. {"tiers": ["semantic"]}.'
+        ),
     )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)

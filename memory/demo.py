@@ -1,4 +1,6 @@
-"""A small, deterministic demo organization: people, an agent, a key and a few hundred memories.
+"""A small, deterministic demo organization.
+
+People, an agent, a key and a few hundred memories.
 
 The conversations are generated from templates here (no benchmark data is shipped).
 """
@@ -57,8 +59,10 @@ FACTS = [
     "{b} lives in {place}.",
 ]
 PROCEDURES = [
-    "To deploy the API: run the migrations first, then restart the web workers one by one.",
-    "When a customer reports a billing error, check the invoice ledger before refunding.",
+    "To deploy the API: run the migrations first, "
+    "then restart the web workers one by one.",
+    "When a customer reports a billing error, "
+    "check the invoice ledger before refunding.",
     "Rule: never paste API keys into chat; rotate any key that was shared.",
 ]
 

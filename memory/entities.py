@@ -193,7 +193,7 @@ MAX_NAME_CHARS = 120
 
 
 def find_spans(text: str, *, speakers: Iterable[str] = ()) -> list[Span]:
-    """Capitalised spans in ``text`` that look like names (sentence-initial filler dropped)."""
+    """Capitalised spans in ``text`` that look like names (initial filler dropped)."""
     people = {normalize_name(s) for s in speakers if s}
     spans: list[Span] = []
     for match in _SPAN.finditer(text):

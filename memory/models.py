@@ -1,8 +1,8 @@
-"""The stored memory: sessions, memories of every tier, entities, relationships, conflicts.
+"""The stored memory: sessions, memories of all tiers, entities, relations, conflicts.
 
 Append-only: content is never edited in place. A correction writes a new row and
-supersedes the old one (``status``, ``superseded_by``, ``superseded_at``), so the history
-that ``as_of`` / ``known_at`` views read is never lost.
+supersedes the old one (``status``, ``superseded_by``, ``superseded_at``), so the
+history that ``as_of`` / ``known_at`` views read is never lost.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class MemoryQuerySet(VisibleQuerySet):
 
 
 class Memory(AccessControlled):
-    """One row for every tier and kind, so one HNSW and one GIN index serve every phase."""
+    """One row for every tier and kind: one HNSW and one GIN index serve every phase."""
 
     # No one-column index: the (org, ...) indexes below serve every org lookup, and
     # each index is written twice per message (insert, then the embedding's update).
@@ -479,7 +479,7 @@ class Conflict(models.Model):
 
 
 class ConflictAlternative(models.Model):
-    """One side of a conflict: a memory (and the relationship it states), with supporters."""
+    """One side of a conflict: a memory (and the relationship it states), supporters."""
 
     conflict = models.ForeignKey(
         Conflict, on_delete=models.CASCADE, related_name="alternatives"
@@ -547,7 +547,7 @@ class IdempotencyRecord(models.Model):
         return f"{self.principal}:{self.key}"
 
 
-# --- knowledge tiers (issue 4) ---------------------------------------------------------
+# --- knowledge tiers (issue 4) -----------------------------------------------------
 
 
 class ExtractorChoice(models.TextChoices):
@@ -620,7 +620,7 @@ class ConsolidationRun(models.Model):
 
 
 class EntityMerge(models.Model):
-    """``source`` was merged into ``target``; ``moved`` records what to move back on undo."""
+    """``source`` was merged into ``target``; ``moved`` records what undo moves back."""
 
     org = models.ForeignKey(
         "accounts.Organization", on_delete=models.CASCADE, related_name="+"

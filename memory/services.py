@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 class WriteError(Exception):
-    """Bad input to a write; ``field`` names the offending field (e.g. ``memories[2].kind``)."""
+    """Bad input to a write; ``field`` names the culprit (``memories[2].kind``)."""
 
     def __init__(
         self, message: str, *, field: str = "non_field_errors", status: int = 400
@@ -110,7 +110,7 @@ def sha256_text(text: str) -> str:
 def access_memory(
     principal: Principal, memory_id: int, *, for_update: bool = False
 ) -> Memory:
-    """The memory if the principal may read it; NotFound otherwise (missing or not theirs)."""
+    """The memory if the principal may read it; NotFound if missing or not theirs."""
     qs = Memory.objects.filter(visibility_q(principal))
     if for_update:
         qs = qs.select_for_update()
@@ -446,7 +446,7 @@ def _no_wider_than_sources(
     item: MemoryInput,
     principal: Principal,
 ) -> tuple[str, int | None]:
-    """A derived row is never visible to more people than the narrowest row it came from."""
+    """A derived row is never visible to more people than its narrowest source row."""
     for src in (sources[s] for s in item.derived_from):
         if _WIDTH[src.visibility] < _WIDTH[vis] or (
             src.visibility == vis == Visibility.TEAM and src.team_id != team
@@ -458,7 +458,7 @@ def _no_wider_than_sources(
 def memory_supersede(
     *, principal: Principal, memory_id: int, correction: MemoryInput, reason: str = ""
 ) -> Memory:
-    """Write ``correction`` as the new current version of ``memory_id`` and link both."""
+    """Write ``correction`` as the new current version of ``memory_id``; link both."""
     _require_writer(principal)
     _validate_item(correction, 0, "correction")
     with transaction.atomic():
@@ -526,7 +526,7 @@ def memory_retract(*, principal: Principal, memory_id: int, reason: str = "") ->
 
 
 def enqueue_embedding(ids: Sequence[int]) -> None:
-    """After commit, hand ``ids`` to the embedding task in batches (never inside the txn)."""
+    """After commit, hand ``ids`` to the embedding task in batches (never in a txn)."""
     ids = list(ids)
     if not ids:
         return
@@ -541,7 +541,8 @@ def enqueue_embedding(ids: Sequence[int]) -> None:
                 embed_memories.delay(chunk)
             except Exception as exc:  # noqa: BLE001 - the broker being down must not fail writes
                 logger.warning(
-                    "could not enqueue %d rows for embedding (%s); the sweep will retry",
+                    "could not enqueue %d rows for embedding (%s); "
+                    "the sweep will retry",
                     len(chunk),
                     exc,
                 )

@@ -1,5 +1,6 @@
 """A memory's lineage: what it was derived from (up), what was derived from it (down),
-and its supersession chain. Bounded in depth and size; invisible rows are never shown."""
+and its supersession chain. Bounded in depth and size; invisible rows are never shown.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def _walk(
 def trace(
     principal: Principal, memory: Memory, *, max_depth: int = 4, max_nodes: int = 200
 ) -> dict[str, Any]:
-    """Lineage of ``memory`` for ``principal``; ``stopped_reason`` says if it was cut."""
+    """Lineage of ``memory`` for ``principal``; ``stopped_reason`` tells a cut."""
     up, up_stop = _walk(
         principal, memory.pk, up=True, max_depth=max_depth, max_nodes=max_nodes
     )

@@ -54,7 +54,7 @@ class Scope:
 
 
 def eligibility_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
-    """``WHERE`` fragment (and params) for rows of ``alias`` that ``scope`` may return."""
+    """``WHERE`` fragment (and params): rows of ``alias`` that ``scope`` may return."""
     a = alias
     vis, params = visibility_sql(scope.principal, a)
     # The scope's tiers and kinds are written as literals, not parameters: statements
@@ -89,7 +89,8 @@ def eligibility_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
         params.append(scope.occurred_before)
     if scope.known_at is not None:
         parts.append(
-            f"{a}.recorded_at <= %s AND ({a}.superseded_at IS NULL OR {a}.superseded_at > %s)"
+            f"{a}.recorded_at <= %s AND "
+            f"({a}.superseded_at IS NULL OR {a}.superseded_at > %s)"
         )
         params += [scope.known_at, scope.known_at]
     if scope.as_of is not None:

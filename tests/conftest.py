@@ -1,8 +1,8 @@
 """Personas and clients shared by the suite.
 
-Org "acme" has teams A and B. alice is a member in team A, bob in team B, vera a viewer in
-no team, olivia an org admin in both teams; carol belongs to org "globex" only; nora is a
-user with no membership at all. agent_a is an agent bound to team A.
+Org "acme" has teams A and B. alice is a member in team A, bob in team B, vera a
+viewer in no team, olivia an org admin in both teams; carol belongs to org "globex"
+only; nora is a user with no membership at all. agent_a is an agent bound to team A.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The embedded PostgreSQL: start, restart with data kept, clear errors for bad folders."""
+"""The embedded PostgreSQL: start, restart with data kept, clear errors for bad dirs."""
 
 from __future__ import annotations
 

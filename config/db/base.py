@@ -1,10 +1,10 @@
 """PostgreSQL backend that can start the embedded server and insists on pgvector.
 
-``DATABASES["default"]["MNEMO_EMBEDDED_DIR"]`` set: the first connection of the process
-starts (or reattaches to) the embedded PostgreSQL in that folder and talks to it over its
-Unix socket. Unset: a plain PostgreSQL backend for ``DATABASE_URL``. Either way, the first
-connection checks that the ``vector`` extension is available and fails with a clear
-message if it is not.
+``DATABASES["default"]["MNEMO_EMBEDDED_DIR"]`` set: the first connection of the
+process starts (or reattaches to) the embedded PostgreSQL in that folder and talks to
+it over its Unix socket. Unset: a plain PostgreSQL backend for ``DATABASE_URL``. Either
+way, the first connection checks that the ``vector`` extension is available and fails
+with a clear message if it is not.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""One error shape for the whole API: ``{"error": message, "field": name, "detail": ...}``."""
+"""One error shape for the whole API.
+
+``{"error": message, "field": name, "detail": ...}``.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""``Idempotency-Key``: same key + same body replays the first response; another body is 422.
+"""``Idempotency-Key``: same key + same body replays the first response; else 422.
 
 Keys are scoped to the principal (and org). A request holds a transaction-scoped
 advisory lock on its key while it runs; a concurrent request with the same key that
-finds the lock taken gets 409 at once (the first is still in flight; retry later), and one that comes
-after the first committed replays its stored response: exactly one write. The record is
+finds the lock taken gets 409 at once (the first is still in flight; retry later), and
+one that comes after the first committed replays its stored response: exactly one
+write. The record is
 inserted in the same transaction as the write, and a request that fails (non-2xx) rolls
 it back, so the key can be retried.
 """
@@ -77,7 +78,8 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             if first is not None:
                 if first.request_hash != digest:
                     return error_response(
-                        "Idempotency-Key was already used with a different request body",
+                        "Idempotency-Key was already used with a different "
+                        "request body",
                         status_code=422,
                         field="Idempotency-Key",
                     )

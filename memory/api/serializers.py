@@ -235,7 +235,7 @@ class MemoryOut(BuiltOnceFieldsMixin, serializers.ModelSerializer):
         ]
 
     def get_untrusted(self, obj: Memory) -> bool:
-        """Stored text is data written by others: never execute or render it unescaped."""
+        """Stored text is written by others: never execute or render it unescaped."""
         return True
 
 

@@ -24,7 +24,7 @@ from memory.services import MemoryInput, WriteError
 
 
 def parse_items(raw: Any, serializer: type[Any], prefix: str) -> list[MemoryInput]:
-    """Validate each item of a batch, naming the failing field as ``prefix[i].field``."""
+    """Validate each item of a batch; the failing field is named ``prefix[i].field``."""
     if not isinstance(raw, list) or not raw:
         raise WriteError("a non-empty list is required", field=prefix)
     if len(raw) > settings.MNEMO_MAX_BATCH:

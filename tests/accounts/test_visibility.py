@@ -1,4 +1,4 @@
-"""The visibility matrix: each persona sees exactly what the rules allow, via ORM and API."""
+"""The visibility matrix: each persona sees exactly what the rules allow (ORM, API)."""
 
 from __future__ import annotations
 

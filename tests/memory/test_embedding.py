@@ -1,4 +1,4 @@
-"""Embedding pipeline: eager path, failures, the sweep, a real Celery worker on Redis."""
+"""Embedding pipeline: eager path, failures, the sweep, real Celery worker on Redis."""
 
 from __future__ import annotations
 

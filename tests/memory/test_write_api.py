@@ -286,9 +286,12 @@ def test_memory_filters_by_tier_kind_session_time_and_entity(
         },
         format="json",
     )
-    get = lambda **q: [
-        m["content"] for m in agent.get("/api/v1/memories", q).json()["results"]
-    ]  # noqa: E731
+
+    def get(**q):
+        return [
+            m["content"] for m in agent.get("/api/v1/memories", q).json()["results"]
+        ]
+
     assert get(tier="procedural") == ["Always test"]
     assert get(kind="message", session=session_id) == [
         "Bob stayed home",

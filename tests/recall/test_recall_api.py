@@ -1,4 +1,4 @@
-"""Recall end to end: packs, explain, citations, leaks, bitemporal views, degradation."""
+"""Recall end to end: packs, explain, citations, leaks, bitemporal views, degrading."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def remember(principal, *items, session=None):
 
 @pytest.fixture
 def stocked(world):
-    """Acme: an org-wide conversation, team A and team B secrets, a private note; Globex."""
+    """Acme: org-wide conversation, team A and B secrets, a private note; Globex."""
     alice, bob, agent = (world.principal(n) for n in ("alice", "bob", "agent_a"))
     session = services.session_create(
         principal=alice, external_id="trip", visibility="org"

@@ -4,7 +4,7 @@ from memory.demo import seed_demo
 
 
 class Command(BaseCommand):
-    help = "Create the demo organization, users, agent, API key and a few hundred memories."
+    help = "Create the demo org, users, agent, API key and a few hundred memories."
 
     def handle(self, *args: object, **options: object) -> None:
         creds = seed_demo()

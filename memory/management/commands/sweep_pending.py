@@ -4,7 +4,10 @@ from memory.services import sweep_pending
 
 
 class Command(BaseCommand):
-    help = "Re-enqueue memories left pending (or failed) for embedding longer than a threshold."
+    help = (
+        "Re-enqueue memories left pending (or failed) for embedding longer than "
+        "a threshold."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--older-than", type=int, default=None, help="seconds")

@@ -1,4 +1,4 @@
-"""``manage.py evaluate locomo|longmemeval``: retrieval quality through the real code path."""
+"""``manage.py evaluate locomo|longmemeval``: retrieval quality, real code path."""
 
 from __future__ import annotations
 
@@ -91,21 +91,24 @@ class Command(BaseCommand):
         ingest_s = time.perf_counter() - t0
         turns = sum(i.turns for i in ingested.values())
         log(
-            f"ingested {turns} turns from {len(ingested)} conversations in {ingest_s:.1f}s"
+            f"ingested {turns} turns from {len(ingested)} conversations "
+            f"in {ingest_s:.1f}s"
         )
         orgs = [i.org for i in ingested.values()]
         try:
             rows, embed_s = runner.embed_all(orgs, log=log)
             log(
-                f"embedded {rows} rows in {embed_s:.1f}s ({rows / max(embed_s, 1e-9):.0f}/s)"
+                f"embedded {rows} rows in {embed_s:.1f}s "
+                f"({rows / max(embed_s, 1e-9):.0f}/s)"
             )
             consolidate_s = None
             if opts["consolidate"]:
                 consolidate_s = runner.consolidate_all(orgs, log=log)
                 derived, derived_s = runner.embed_all(orgs, log=log)
                 log(
-                    f"consolidated in {consolidate_s:.1f}s ({turns / consolidate_s:.0f} "
-                    f"messages/s); embedded {derived} derived rows in {derived_s:.1f}s"
+                    f"consolidated in {consolidate_s:.1f}s "
+                    f"({turns / consolidate_s:.0f} messages/s); "
+                    f"embedded {derived} derived rows in {derived_s:.1f}s"
                 )
             by_conv: dict[str, list[Any]] = {}
             for conv, q in selected:

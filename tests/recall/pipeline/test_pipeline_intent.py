@@ -246,6 +246,6 @@ def test_bad_variant_arguments_are_refused():
     ],
 )
 def test_an_ordering_frame_is_not_a_keyword(query, keywords):
-    """"the order of ..., from earliest to latest" says how to sort the answer; as
+    """ "the order of ..., from earliest to latest" says how to sort the answer; as
     keywords it ranked a turn about ordering takeout above the trips asked about."""
     assert profile_intent(query, reference_time=REFERENCE).keywords == keywords
