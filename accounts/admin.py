@@ -102,7 +102,7 @@ class ApiKeyAdmin(OrgScopedAdmin):
             obj.prefix = secrets.token_hex(4)
             secret = secrets.token_urlsafe(32)
             obj.hashed_secret = hash_secret(secret)
-            obj.created_by = request.user
+            obj.created_by_id = request.user.pk
             super().save_model(request, obj, form, change)
             messages.warning(
                 request,

@@ -178,7 +178,7 @@ class ApiKey(models.Model):
         *,
         agent: Agent,
         name: str = "",
-        created_by: object = None,
+        created_by: User | None = None,
         read_only: bool = False,
     ) -> tuple[ApiKey, str]:
         """Create a key and return it with its plaintext, which is never stored."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from accounts.models import ADMIN_ROLES, WRITE_ROLES, Agent, Membership, Role
 
@@ -33,6 +34,13 @@ class Principal:
     role: str = Role.VIEWER
     read_only: bool = False
     read_scopes: dict | None = None  # type: ignore[type-arg]
+
+    @property
+    def owner_org_id(self) -> int:
+        """The org that rows this principal writes belong to (unrestricted has none)."""
+        if self.org_id is None:
+            raise NoAccess("this principal belongs to no organization")
+        return self.org_id
 
     @property
     def is_unrestricted(self) -> bool:
@@ -70,9 +78,9 @@ class Principal:
         )
 
     @classmethod
-    def for_user(cls, user: object, org_id: int | None = None) -> Principal:
+    def for_user(cls, user: Any, org_id: int | None = None) -> Principal:
         """The user's principal in ``org_id`` (default: their first org by name)."""
-        qs = Membership.objects.filter(user=user).select_related("org")
+        qs = Membership.objects.filter(user_id=user.pk).select_related("org")
         if org_id is not None:
             qs = qs.filter(org_id=org_id)
         membership = qs.order_by("org__name", "org_id").first()

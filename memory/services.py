@@ -210,7 +210,7 @@ def session_create(
         if existing.exists():
             raise StateConflict(f"a session with external_id {external_id!r} exists")
         return Session.objects.create(
-            org_id=principal.org_id,
+            org_id=principal.owner_org_id,
             external_id=external_id,
             participants=list(participants),
             started_at=started_at,
@@ -330,7 +330,7 @@ def memory_remember(
                 previous = (item.speaker, item.content)
             rows.append(
                 Memory(
-                    org_id=principal.org_id,
+                    org_id=principal.owner_org_id,
                     session=session,
                     seq=seq,
                     tier=item.tier,
@@ -436,7 +436,11 @@ def _check_sources(
     return found
 
 
-_WIDTH = {Visibility.PRIVATE: 0, Visibility.TEAM: 1, Visibility.ORG: 2}
+_WIDTH: dict[str, int] = {
+    Visibility.PRIVATE: 0,
+    Visibility.TEAM: 1,
+    Visibility.ORG: 2,
+}
 
 
 def _no_wider_than_sources(

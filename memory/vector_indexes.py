@@ -397,7 +397,7 @@ def sync_tenant_indexes(
                 logger.info(
                     "dropped %s (orgs without their own are scanned exactly)", SHARED
                 )
-            elif todo.shared_rebuild:
+            elif todo.shared_rebuild and todo.shared_after is not None:
                 # Before any tenant index goes: a dropped tenant is back in the
                 # shared index first.
                 todo.shared_built_s = _rebuild_shared(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -144,7 +145,8 @@ def run_phase(
                     f"vector:v{i}",
                     state.timed(
                         f"p3.vector_v{i}",
-                        lambda i=i: channels.vector_channel(
+                        partial(
+                            channels.vector_channel,
                             scope,
                             ctx.vectors[i],
                             k=k,
@@ -158,8 +160,12 @@ def run_phase(
                     f"lexical:v{i}",
                     state.timed(
                         f"p3.lexical_v{i}",
-                        lambda v=variant, i=i: channels.lexical_channel(
-                            scope, v.split(), k=k, channel=f"lexical:v{i}"
+                        partial(
+                            channels.lexical_channel,
+                            scope,
+                            variant.split(),
+                            k=k,
+                            channel=f"lexical:v{i}",
                         ),
                     ),
                 )

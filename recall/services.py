@@ -206,7 +206,7 @@ def recall_run(principal: Principal, request: RecallRequest) -> ContextPack:
             if not telemetry_early:
                 _telemetry_commit()
             event = RecallEvent.objects.create(
-                org_id=principal.org_id,
+                org_id=principal.owner_org_id,
                 principal=principal.label,
                 query=request.query,
                 params=_params(request),

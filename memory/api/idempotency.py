@@ -101,7 +101,7 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             try:
                 with transaction.atomic():
                     IdempotencyRecord.objects.create(
-                        org_id=principal.org_id,
+                        org_id=principal.owner_org_id,
                         principal=principal.label,
                         key=key,
                         request_hash=digest,

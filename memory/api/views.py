@@ -202,7 +202,7 @@ class MemoryListCreate(APIView):
     def post(self, request: Request) -> Response:
         principal = principal_for_request(request)
         data = request.data if isinstance(request.data, dict) else {}
-        raw = data.get("memories")
+        raw: Any = data.get("memories")
         items = parse_items(raw, s.MemoryIn, "memories")
         session_ids = {item.get("session_id") for item in raw if isinstance(item, dict)}
         if len(session_ids - {None}) > 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accounts.principals import Principal
+from accounts.principals import NoAccess, Principal
 from memory import services
 from memory.models import Memory
 from memory.services import MemoryInput
@@ -151,6 +151,16 @@ def test_unrestricted_scope_sees_every_org_and_logs_a_warning(world, rows, caplo
         principal = Principal.unrestricted(reason="test")
     assert "Unrestricted scope used" in caplog.text
     assert Memory.objects.visible_to(principal).count() == len(rows)
+
+
+def test_unrestricted_scope_writes_nothing_without_an_org(world, rows):
+    principal = Principal.unrestricted(reason="test")
+    with pytest.raises(NoAccess, match="no organization"):
+        services.memory_remember(
+            principal=principal, items=[MemoryInput(content="whose is this?")]
+        )
+    assert Memory.objects.filter(content="whose is this?").count() == 0
+    assert Memory.objects.count() == len(rows)
 
 
 def test_derived_rows_never_widen_visibility(world, rows):

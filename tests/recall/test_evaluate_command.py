@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -14,7 +15,14 @@ from memory.models import Memory
 
 pytestmark = pytest.mark.django_db
 
+DATASETS = Path(settings.MNEMO_DATASETS_DIR)
+needs_data = pytest.mark.skipif(
+    not (DATASETS / "locomo").is_dir() or not (DATASETS / "longmemeval").is_dir(),
+    reason=f"benchmark data not found under {DATASETS} (set MNEMO_DATASETS_DIR)",
+)
 
+
+@needs_data
 def test_evaluate_locomo_on_a_slice_prints_a_table_and_writes_per_question_ranks(
     tmp_path,
 ):
@@ -47,6 +55,7 @@ def test_evaluate_locomo_on_a_slice_prints_a_table_and_writes_per_question_ranks
     assert Memory.objects.count() == 0
 
 
+@needs_data
 def test_evaluate_longmemeval_on_one_haystack(tmp_path):
     stdout = StringIO()
     call_command(
