@@ -20,16 +20,13 @@ from accounts.models import ADMIN_ROLES, Membership
 def admin_org_ids(request: HttpRequest) -> set[int]:
     cached = getattr(request, "_mnemo_admin_orgs", None)
     if cached is None:
-        user_id = request.user.pk  # None for an anonymous user: no orgs
-        cached = (
-            set(
+        cached = set()
+        if request.user.pk is not None:  # an anonymous user administers no org
+            cached = set(
                 Membership.objects.filter(
-                    user_id=user_id, role__in=ADMIN_ROLES
+                    user_id=request.user.pk, role__in=ADMIN_ROLES
                 ).values_list("org_id", flat=True)
             )
-            if user_id is not None
-            else set()
-        )
         request._mnemo_admin_orgs = cached  # type: ignore[attr-defined]
     return cached
 
