@@ -52,11 +52,27 @@ def apply_scope(
     using: str = DEFAULT_DB_ALIAS,
 ) -> None:
     """Set the session's scope; ``local``: ``SET LOCAL`` (to transaction end)."""
-    with connections[using].cursor() as cursor:
+    conn = connections[using]
+    with conn.cursor() as cursor:
+        if not local:
+            # A session-level change is undone if its transaction rolls back: from
+            # here on the session's scope is not known without asking the server.
+            conn.mnemo_session_scope = None  # type: ignore[attr-defined]
         cursor.execute(
             "SELECT set_config(%s, %s, %s), set_config(%s, %s, %s)",
             [SCOPE_GUC, scope, local, ORGS_GUC, _orgs_literal(org_ids), local],
         )
+
+
+def _session_has(scope: str, org_ids: list[int], using: str) -> bool:
+    """True when a transaction starting now on ``using`` is in ``scope``/``org_ids``
+    already, because its session has never changed scope at session level since it
+    was opened in it (a connection not opened yet will open in the thread's scope)."""
+    conn = connections[using]
+    wanted = (scope, tuple(sorted(set(org_ids))))
+    if conn.connection is None:
+        return roles.session_start_scope() == wanted
+    return getattr(conn, "mnemo_session_scope", None) == wanted
 
 
 def current_scope(using: str = DEFAULT_DB_ALIAS) -> tuple[str, str]:
@@ -177,7 +193,10 @@ class RowLevelSecurityMiddleware:
                     if request.path.startswith("/admin/")
                     else (NONE, [])
                 )
-                apply_scope(scope, orgs, using=using)
+                if nested or not _session_has(scope, orgs, using):
+                    # A web process's sessions open in scope none and keep it: the
+                    # request's transaction starts there without a round trip.
+                    apply_scope(scope, orgs, using=using)
                 response = self.get_response(request)
                 if response.status_code >= 500 or _transaction_failed(using):
                     transaction.set_rollback(True, using=using)

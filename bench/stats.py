@@ -50,7 +50,10 @@ class JsonClient:
         }
         self.conn = http.client.HTTPConnection(host, port, timeout=timeout)
 
-    def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def post(
+        self, path: str, body: dict[str, Any], *, parse: bool = True
+    ) -> tuple[int, dict[str, Any]]:
+        """(status, parsed body); ``parse=False``: a 2xx body is read, not parsed."""
         data = json.dumps(body).encode()
         try:
             self.conn.request("POST", path, body=data, headers=self.headers)
@@ -64,6 +67,8 @@ class JsonClient:
             self.conn.request("POST", path, body=data, headers=self.headers)
             resp = self.conn.getresponse()
         raw = resp.read()
+        if not parse and 200 <= resp.status < 300:
+            return resp.status, {}
         try:
             return resp.status, json.loads(raw) if raw else {}
         except ValueError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -216,11 +217,35 @@ def default_scope() -> str:
     return _default_scope["scope"]
 
 
+def session_start_scope() -> tuple[str, tuple[int, ...]]:
+    """(scope, org ids) a connection opened now starts in: the thread's task scope,
+    else the process default."""
+    scope, org_ids = getattr(_thread, "scope", None) or (default_scope(), ())
+    return scope, tuple(int(o) for o in org_ids)
+
+
 def session_options() -> str:
     """``-c`` options of a new connection: the thread's task scope, else default."""
-    scope, org_ids = getattr(_thread, "scope", None) or (default_scope(), ())
-    orgs = "{" + ",".join(str(int(o)) for o in org_ids) + "}"
+    scope, org_ids = session_start_scope()
+    orgs = "{" + ",".join(str(o) for o in org_ids) + "}"
     return f"-c mnemo.scope={scope} -c mnemo.org_ids={orgs}"
+
+
+_OPTION = re.compile(r"-c\s+(mnemo\.scope|mnemo\.org_ids)=(\S+)")
+
+
+def scope_of_options(options: str) -> tuple[str, tuple[int, ...]] | None:
+    """(scope, org ids) that :func:`session_options` in ``options`` set; None if
+    either is missing or unreadable (the last of each wins, as in PostgreSQL)."""
+    found = dict(_OPTION.findall(options))
+    scope, orgs = found.get("mnemo.scope"), found.get("mnemo.org_ids")
+    if not scope or not orgs or not (orgs.startswith("{") and orgs.endswith("}")):
+        return None
+    try:
+        ids = tuple(int(o) for o in orgs[1:-1].split(",") if o)
+    except ValueError:
+        return None
+    return scope, ids
 
 
 def set_thread_scope(scope: str | None, org_ids: tuple[int, ...] = ()) -> None:

@@ -161,3 +161,50 @@ def test_the_audit_log_is_append_only_for_the_application_role(world: World) -> 
         connection.cursor() as cursor,
     ):
         cursor.execute("DELETE FROM accounts_auditevent")
+
+
+def _scope_statements(queries: list[dict[str, Any]]) -> list[str]:
+    return [q["sql"] for q in queries if "mnemo.scope" in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_on_a_session_opened_in_scope_none_skips_setting_it_again(
+    world: World, settings: Any
+) -> None:
+    """A web process's sessions open in scope none: its request transaction starts
+    there without a round trip, still sees no tenant rows, and sets the scope again
+    once anything changed it at session level (a change a rollback could undo)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from config.db import roles
+
+    settings.ROOT_URLCONF = "tests.security.urls_probe"
+    _seed(world)
+    previous = roles.default_scope()
+    roles.set_default_scope(rls.NONE, reason="test: a web process")
+    connection.close()  # the next session opens in scope none, as a web worker's does
+    try:
+        anonymous = client_for(world, "anonymous")
+        with CaptureQueriesContext(connection) as first:
+            body = anonymous.get("/probe/raw").json()
+        assert _scope_statements(first.captured_queries) == []
+        assert all(body[t] == {} for t in ("memory_memory", "memory_session"))
+        assert connection.mnemo_session_scope == (rls.NONE, ())
+
+        # An agent's request narrows to its org as before (no extra statement first).
+        with CaptureQueriesContext(connection) as agent:
+            body = client_for(world, "agent_a").get("/probe/raw").json()
+        assert len(_scope_statements(agent.captured_queries)) == 1
+        assert body["memory_memory"].get(str(world.acme.pk), 0) > 0
+        assert str(world.globex.pk) not in body["memory_memory"]
+
+        # A session-level change: the session's scope is unknown from here on.
+        rls.apply_scope(rls.SYSTEM, local=False)
+        assert connection.mnemo_session_scope is None
+        with CaptureQueriesContext(connection) as after:
+            body = anonymous.get("/probe/raw").json()
+        assert len(_scope_statements(after.captured_queries)) == 1
+        assert all(body[t] == {} for t in ("memory_memory", "memory_session"))
+    finally:
+        roles.set_default_scope(previous, reason="test process")
+        connection.close()
