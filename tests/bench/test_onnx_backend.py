@@ -125,3 +125,16 @@ def test_an_unknown_precision_makes_the_model_unavailable_with_its_name(
     settings.MNEMO_EMBEDDING_PRECISION = "fp8"
     with pytest.raises(embeddings.EmbedderUnavailable, match="fp8"):
         embeddings.get_model()
+
+
+def test_a_multi_threaded_session_does_not_spin_and_embeds_as_one_thread(settings):
+    """Pool threads that spin between operators took the CPU the web process and
+    PostgreSQL needed (docs/benchmarks.md, session 29): off when there are several."""
+    model, cache = Path(embeddings.model_path()), Path(settings.VAR_DIR) / "onnx"
+    one = OnnxEmbedder(model, cache, threads=1, quantise=False)
+    two = OnnxEmbedder(model, cache, threads=2, quantise=False)
+    spin = "session.intra_op.allow_spinning"
+    assert two.session.get_session_options().get_session_config_entry(spin) == "0"
+    with pytest.raises(RuntimeError):  # one thread: ONNX Runtime's default
+        one.session.get_session_options().get_session_config_entry(spin)
+    assert np.allclose(one.encode(TEXTS), two.encode(TEXTS), atol=1e-5)
