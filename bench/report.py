@@ -93,7 +93,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
                 a = run["ann_ms"]
                 out.append(
                     f"| {r['size']:,} | {label} | {t['org_share']:.2%} | "
-                    f"{run['ef_search']} | {run['recall_at_k']:.3f} | "
+                    f"{run['ef_search']} | {_recall_cell(run)} | "
                     f"{run['short_lists']} | {a.get('p50')} / {a.get('p95')} |"
                 )
     out += [
@@ -191,3 +191,11 @@ def plots(
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _recall_cell(run: dict[str, Any]) -> str:
+    """recall@k, or why there is none (the principal sees no row with a vector)."""
+    if run.get("recall_at_k") is None:
+        return f"- (no rows visible, {run.get('empty_exact', 0)} queries)"
+    empty = run.get("empty_exact") or 0
+    return f"{run['recall_at_k']:.3f}" + (f" ({empty} empty)" if empty else "")
