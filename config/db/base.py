@@ -81,12 +81,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
-        # The scope this session starts in, read from the options it was opened with,
-        # until a session-level change forgets it (accounts/rls.py): a request that
-        # would set the scope the session already has skips the round trip.
-        self.mnemo_session_scope = roles.scope_of_options(
-            str(conn_params.get("options") or "")
-        )
+        # The scope this session starts in (the options get_connection_params just
+        # wrote, in this thread), until a session-level change forgets it
+        # (accounts/rls.py): a request that would set the scope the session already
+        # has skips the round trip.
+        self.mnemo_session_scope = roles.session_start_scope()
         arrays.register(connection.adapters)
         if getattr(settings, "MNEMO_RECALL_GENERIC_PLANS", False):
             # Django turns psycopg's prepared statements off (None); prepare only what

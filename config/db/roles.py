@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -229,23 +228,6 @@ def session_options() -> str:
     scope, org_ids = session_start_scope()
     orgs = "{" + ",".join(str(o) for o in org_ids) + "}"
     return f"-c mnemo.scope={scope} -c mnemo.org_ids={orgs}"
-
-
-_OPTION = re.compile(r"-c\s+(mnemo\.scope|mnemo\.org_ids)=(\S+)")
-
-
-def scope_of_options(options: str) -> tuple[str, tuple[int, ...]] | None:
-    """(scope, org ids) that :func:`session_options` in ``options`` set; None if
-    either is missing or unreadable (the last of each wins, as in PostgreSQL)."""
-    found = dict(_OPTION.findall(options))
-    scope, orgs = found.get("mnemo.scope"), found.get("mnemo.org_ids")
-    if not scope or not orgs or not (orgs.startswith("{") and orgs.endswith("}")):
-        return None
-    try:
-        ids = tuple(int(o) for o in orgs[1:-1].split(",") if o)
-    except ValueError:
-        return None
-    return scope, ids
 
 
 def set_thread_scope(scope: str | None, org_ids: tuple[int, ...] = ()) -> None:
