@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import F
+from django.db.models import Case, F, IntegerField, Value, When
 
 from memory.models import Entity, EntityType, Memory, Mention
 
@@ -249,13 +249,20 @@ def _guess_type(text: str, start: int, norm: str, people: set[str]) -> str:
     return EntityType.THING
 
 
-def extract_and_link(*, ids: Sequence[int]) -> int:
-    """Create entities and mentions for memories ``ids``; returns mentions written."""
-    rows = list(
-        Memory.objects.filter(pk__in=ids).only(
-            "id", "org_id", "content", "speaker", "session_id"
+# What linking reads of an entity: not its name's embedding (384 floats parsed per row).
+_LINK_FIELDS = ("id", "org_id", "normalized_name", "aliases")
+
+
+def extract_and_link(
+    *, ids: Sequence[int] = (), rows: Sequence[Memory] | None = None
+) -> int:
+    """Create entities and mentions for memories ``ids`` (or for ``rows`` already
+    loaded with their ``org_id``, ``content`` and ``speaker``); returns mentions
+    written."""
+    if rows is None:
+        rows = list(
+            Memory.objects.filter(pk__in=ids).only("id", "org_id", "content", "speaker")
         )
-    )
     if not rows:
         return 0
     per_memory: dict[int, list[Span]] = {}
@@ -275,14 +282,14 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
     if tokens:
         for e in Entity.objects.filter(
             org_id__in=org_ids, normalized_name__in=tokens, merged_into__isnull=True
-        ):
+        ).only(*_LINK_FIELDS):
             known[(e.org_id, e.normalized_name)] = e
     # Names merged into another entity (aliases) link to that entity, not a new one.
     for e in Entity.objects.filter(
         org_id__in=org_ids,
         aliases__overlap=[n for _, n in wanted],
         merged_into__isnull=True,
-    ):
+    ).only(*_LINK_FIELDS):
         for alias in e.aliases:
             if (e.org_id, alias) in wanted and (e.org_id, alias) not in known:
                 known[(e.org_id, alias)] = e
@@ -300,7 +307,7 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
             org_id__in=org_ids,
             normalized_name__in={n for _, n in wanted},
             merged_into__isnull=True,
-        )
+        ).only(*_LINK_FIELDS)
     }
     entities.update(known)
     mentions: list[Mention] = []
@@ -343,8 +350,14 @@ def extract_and_link(*, ids: Sequence[int]) -> int:
     counts: dict[int, int] = {}
     for mention in mentions:
         counts[mention.entity.pk] = counts.get(mention.entity.pk, 0) + 1
-    for entity_id, n in counts.items():
-        Entity.objects.filter(pk=entity_id).update(mention_count=F("mention_count") + n)
+    if counts:  # one statement for all of them, not one per entity
+        Entity.objects.filter(pk__in=counts).update(
+            mention_count=F("mention_count")
+            + Case(
+                *(When(pk=pk, then=Value(n)) for pk, n in counts.items()),
+                output_field=IntegerField(),
+            )
+        )
     return len(created)
 
 

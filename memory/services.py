@@ -582,7 +582,7 @@ def memory_embed(*, ids: Sequence[int]) -> int:
     rows = list(
         Memory.objects.filter(pk__in=ids)
         .exclude(embedding_state=EmbeddingState.READY)
-        .only("id", "content", "speaker", "context", "org_id")
+        .only("id", "content", "speaker", "org_id")
         .order_by("id")
     )
     if not rows:
@@ -612,7 +612,7 @@ def _store_embedded(rows: list[Memory], vectors: Any) -> None:
 
     with transaction.atomic():
         _store_vectors([m.pk for m in rows], vectors)
-        entities.extract_and_link(ids=[m.pk for m in rows])
+        entities.extract_and_link(rows=rows)
 
 
 def _store_vectors(ids: list[int], vectors: Any) -> None:
@@ -657,8 +657,26 @@ def _store_vectors(ids: list[int], vectors: Any) -> None:
 _vector_types: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[int]:
-    """``ids`` plus the oldest other pending rows of the same orgs, up to ``limit``.
+@dataclass(frozen=True)
+class TaskRow:
+    """What the embedding task needs of a row besides its text: where it belongs
+    (org, session) and what it is (tier, kind, idempotency key), to enqueue the
+    consolidation and index work after embedding without reading the rows again."""
+
+    id: int
+    org_id: int
+    session_id: int | None
+    tier: str
+    kind: str
+    idempotency_key: str | None
+
+
+_TASK_ROW_FIELDS = ("id", "org_id", "session_id", "tier", "kind", "idempotency_key")
+
+
+def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[TaskRow]:
+    """The rows ``ids`` plus the oldest other pending rows of the same orgs, up to
+    ``limit``; ids of rows that no longer exist are dropped.
 
     A write of a few messages enqueues a task for just those rows; when writes arrive
     faster than the worker embeds, each task takes its backlog along, so the model runs
@@ -666,19 +684,28 @@ def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[int]:
     orgs are never taken (the task's row-level-security scope is its rows' orgs).
     """
     ids = list(dict.fromkeys(ids))
-    room = limit - len(ids)
-    if room <= 0 or not ids:
-        return ids
-    orgs = list(
-        Memory.objects.filter(pk__in=ids).values_list("org_id", flat=True).distinct()
-    )
+    if not ids:
+        return []
+    by_id = {
+        r[0]: TaskRow(*r)
+        for r in Memory.objects.filter(pk__in=ids)
+        .order_by()
+        .values_list(*_TASK_ROW_FIELDS)
+    }
+    rows = [by_id[i] for i in ids if i in by_id]
+    room = limit - len(rows)
+    if room <= 0 or not rows:
+        return rows
     extra = (
-        Memory.objects.filter(org_id__in=orgs, embedding_state=EmbeddingState.PENDING)
+        Memory.objects.filter(
+            org_id__in={r.org_id for r in rows},
+            embedding_state=EmbeddingState.PENDING,
+        )
         .exclude(pk__in=ids)
         .order_by("recorded_at", "id")
-        .values_list("id", flat=True)[:room]
+        .values_list(*_TASK_ROW_FIELDS)[:room]
     )
-    return ids + list(extra)
+    return rows + [TaskRow(*r) for r in extra]
 
 
 def memory_embed_failed(*, ids: Sequence[int], error: str) -> None:

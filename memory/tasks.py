@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
 from memory import services
+from memory.models import Tier
 
 logger = logging.getLogger(__name__)
 
@@ -17,10 +19,11 @@ logger = logging.getLogger(__name__)
 def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
     """Embed rows ``ids``; on failure mark them failed and retry with backoff."""
     try:
-        ids = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_TASK_ROWS)
+        rows = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_TASK_ROWS)
+        ids = [r.id for r in rows]
         done = services.memory_embed(ids=ids)
-        enqueue_consolidation(ids)
-        request_index_sync(ids)
+        enqueue_consolidation(ids, rows=rows)
+        request_index_sync(ids, orgs={r.org_id for r in rows})
         return done
     except Exception as exc:
         services.memory_embed_failed(ids=ids, error=f"{type(exc).__name__}: {exc}")
@@ -40,10 +43,10 @@ INDEX_SYNC_LOCK = "mnemo:vector-index-sync-requested"
 INDEX_SYNC_LOCK_S = 600
 
 
-def request_index_sync(ids: list[int]) -> list[int]:
-    """Enqueue a vector index sync when an org of the embedded rows ``ids`` has
-    outgrown ``MNEMO_TENANT_HNSW_MIN_ROWS`` without an index of its own; returns
-    those orgs.
+def request_index_sync(ids: list[int], orgs: set[int] | None = None) -> list[int]:
+    """Enqueue a vector index sync when an org of the embedded rows ``ids`` (their
+    ``orgs``, where the caller has them) has outgrown ``MNEMO_TENANT_HNSW_MIN_ROWS``
+    without an index of its own; returns those orgs.
 
     At most one request per ``INDEX_SYNC_LOCK_S`` (cache lock; the sync builds every
     due org's indexes at once). Not with eager tasks (nothing is counted): the
@@ -59,8 +62,14 @@ def request_index_sync(ids: list[int]) -> list[int]:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return []
     try:
-        orgs = Memory.objects.filter(pk__in=ids).values_list("org_id", flat=True)
-        due = orgs_due(set(orgs))
+        if orgs is None:
+            orgs = set(
+                Memory.objects.filter(pk__in=ids)
+                .order_by()
+                .values_list("org_id", flat=True)
+                .distinct()
+            )
+        due = orgs_due(orgs)
         if due and cache.add(INDEX_SYNC_LOCK, 1, INDEX_SYNC_LOCK_S):
             sync_vector_indexes.delay()
             logger.info("orgs %s outgrew the index line: sync requested", due)
@@ -79,19 +88,36 @@ def sweep_pending() -> int:
 # --- knowledge tiers (issue 4) --------------------------------------------------
 
 
-def enqueue_consolidation(ids: list[int]) -> None:
+def enqueue_consolidation(
+    ids: list[int], rows: Sequence[services.TaskRow] | None = None
+) -> None:
     """After commit: consolidate the sessions of embedded messages, index written facts.
 
     Only raw rows trigger session consolidation (derived rows never re-trigger it), so
-    embedding what consolidation wrote cannot loop. Off with
+    embedding what consolidation wrote cannot loop. ``rows`` (the embedding task has
+    them) saves reading the rows ``ids`` again. Off with
     ``MNEMO_CONSOLIDATION_ENABLED=False``.
     """
     if not getattr(settings, "MNEMO_CONSOLIDATION_ENABLED", True):
         return
-    from memory.consolidation.service import sessions_to_consolidate, written_facts
+    from memory.consolidation.service import (
+        is_written_fact,
+        sessions_to_consolidate,
+        written_facts,
+    )
 
-    sessions = sessions_to_consolidate(ids)
-    facts = written_facts(ids)
+    if rows is None:
+        sessions = sessions_to_consolidate(ids)
+        facts = written_facts(ids)
+    else:
+        sessions = list(
+            dict.fromkeys(
+                r.session_id
+                for r in rows
+                if r.tier == Tier.RAW and r.session_id is not None
+            )
+        )
+        facts = [r.id for r in rows if is_written_fact(r)]
 
     delay = int(getattr(settings, "MNEMO_CONSOLIDATION_DELAY_S", 0))
     debounce = delay > 0 and not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)

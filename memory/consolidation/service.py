@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
@@ -183,17 +184,31 @@ def sessions_to_consolidate(ids: Iterable[int]) -> list[int]:
     """The sessions whose raw messages are among the embedded rows ``ids``."""
     return list(
         Memory.objects.filter(pk__in=list(ids), tier=Tier.RAW, session__isnull=False)
+        .order_by()
         .values_list("session_id", flat=True)
         .distinct()
     )
+
+
+CONSOLIDATION_KEY_PREFIX = "consolidate:"
 
 
 def written_facts(ids: Iterable[int]) -> list[int]:
     """Facts among ``ids`` that were written directly, not by consolidation."""
     return list(
         Memory.objects.filter(pk__in=list(ids), tier=Tier.SEMANTIC, kind="fact")
-        .exclude(idempotency_key__startswith="consolidate:")
+        .exclude(idempotency_key__startswith=CONSOLIDATION_KEY_PREFIX)
         .values_list("id", flat=True)
+    )
+
+
+def is_written_fact(row: Any) -> bool:
+    """:func:`written_facts`' test on one row already read (``tier``, ``kind``,
+    ``idempotency_key``)."""
+    return (
+        row.tier == Tier.SEMANTIC
+        and row.kind == "fact"
+        and not (row.idempotency_key or "").startswith(CONSOLIDATION_KEY_PREFIX)
     )
 
 

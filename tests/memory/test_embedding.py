@@ -127,6 +127,46 @@ def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
 
 
 @pytest.mark.django_db
+def test_an_embedding_task_runs_as_many_statements_for_many_rows_and_names_as_for_few(
+    world,
+):
+    """No statement per row or per entity: linking 12 rows naming 13 entities costs
+    what linking 2 rows naming 3 does (the mention counts go in one UPDATE)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.models import Entity
+    from memory.tasks import embed_memories
+
+    names = ["Rosa", "Bruno", "Clara", "Dmitri", "Elena", "Farid", "Greta"]
+    names += ["Hiro", "Ines", "Jonas", "Kemal", "Lotte"]
+
+    def statements(texts):
+        ids = [
+            m.pk
+            for m in services.memory_remember(
+                principal=world.principal("agent_a"),
+                items=[MemoryInput(content=t) for t in texts],
+                enqueue=False,
+            ).memories
+        ]
+        with CaptureQueriesContext(connection) as queries:
+            assert embed_memories.apply(args=[ids]).get() == len(ids)
+        return len(queries)
+
+    few = statements(["We met Rosa and Bruno in Oslo.", "Later Rosa called."])
+    many = statements([f"On Monday Rosa met {n} in Oslo." for n in names])
+    assert few == many
+    # each entity's count is its mentions, whichever task wrote them
+    from django.db.models import Count
+
+    entities = Entity.objects.filter(org=world.acme).annotate(n=Count("mentions"))
+    counts = {e.name: (e.mention_count, e.n) for e in entities}
+    assert all(n in counts for n in names), counts
+    assert all(stored == actual for stored, actual in counts.values()), counts
+    assert counts["Rosa"][1] >= 12 and counts["Oslo"][1] >= 12
+
+
+@pytest.mark.django_db
 def test_embedding_twice_is_idempotent(world):
     ids = [
         m.pk
