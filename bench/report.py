@@ -83,6 +83,28 @@ def markdown(results: list[dict[str, Any]]) -> str:
         )
     out += [
         "",
+        "| size | ingest | messages | msg/s | derived rows embedded | write p95 ms | "
+        "visible p95 s | CPU ms a message: web / worker / postgres | cores busy |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in results:
+        for label, key in (("burst", "ingest"), ("sustained", "ingest_sustained")):
+            ing = r.get(key)
+            if not ing:
+                continue
+            cpu = ing.get("cpu_ms_per_message", {})
+            out.append(
+                f"| {r['size']:,} | {label} | {ing['messages']} | "
+                f"{ing['messages_per_s']} | {ing.get('derived_rows', '-')} | "
+                f"{ing['write_ms'].get('p95', '-')} | "
+                f"{ing['visible_s'].get('p95', '-')} | "
+                + " / ".join(
+                    str(cpu.get(n, "-")) for n in ("web", "worker", "postgres")
+                )
+                + f" | {ing.get('cpu_cores', '-')} |"
+            )
+    out += [
+        "",
         "| size | tenant | share | ef_search | recall@10 vs exact | short lists | "
         "ANN p50 / p95 ms |",
         "|---:|---|---:|---:|---:|---:|---|",

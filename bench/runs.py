@@ -176,6 +176,7 @@ def ingest_http(
     if status != 201:
         raise RuntimeError(f"session create failed: {status} {sess}")
     write_ms, ids, returned_at = [], [], {}
+    cpu_before = servers.cpu_seconds()
     t_start = time.perf_counter()
     wall_start = datetime.now(UTC)
     for s in range(0, len(messages), batch):
@@ -202,6 +203,8 @@ def ingest_http(
             break
         time.sleep(0.1)
     elapsed = time.perf_counter() - t_start
+    cpu_after = servers.cpu_seconds()
+    cpu = {n: cpu_after[n] - cpu_before.get(n, 0.0) for n in cpu_after}
     done: dict[int, datetime] = {
         i: at
         for i, at in Memory.objects.filter(
@@ -221,6 +224,12 @@ def ingest_http(
         "write_ms": percentiles(write_ms),
         "write_ms_each": [round(ms, 1) for ms in write_ms],  # in POST order
         "visible_s": percentiles(visible),
+        # From the first POST to the last row ready (or the timeout): where the two
+        # cores went, per message written (docs/benchmarks.md, session 30).
+        "cpu_ms_per_message": {
+            name: round(used * 1000 / max(1, len(ids)), 3) for name, used in cpu.items()
+        },
+        "cpu_cores": round(sum(cpu.values()) / max(elapsed, 1e-9), 2),
     }
 
 

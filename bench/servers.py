@@ -50,6 +50,45 @@ class Servers:
     port: int
     procs: dict[str, Proc] = field(default_factory=dict)
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time so far of each server (with its workers) and of PostgreSQL (the
+        embedded server's processes; absent on an external server)."""
+        out = {name: cpu_seconds(p.popen.pid) for name, p in self.procs.items()}
+        pg = postgres_pid()
+        if pg is not None:
+            out["postgres"] = cpu_seconds(pg)
+        return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, its live descendants and the children it has
+    reaped (PostgreSQL's exited backends, gunicorn's replaced workers)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        t = proc.cpu_times()
+        total = t.user + t.system + t.children_user + t.children_system
+        kids = proc.children(recursive=True)
+    except psutil.Error:
+        return 0.0
+    for kid in kids:
+        with contextlib.suppress(psutil.Error):
+            k = kid.cpu_times()
+            total += k.user + k.system
+    return total
+
+
+def postgres_pid() -> int | None:
+    """The embedded PostgreSQL's postmaster (``postmaster.pid`` in its data folder)."""
+    data_dir = connection.settings_dict.get("MNEMO_EMBEDDED_DIR")
+    if not data_dir:
+        return None
+    try:
+        return int((Path(data_dir) / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -28,6 +28,7 @@ from bench.corpus import (
 )
 from bench.vectors import WordVectors
 from memory import embeddings, vector_indexes
+from memory.models import EmbeddingState, Memory, Tier
 from recall import term_stats
 
 BROKER = os.environ.get("MNEMO_BENCH_BROKER", "redis://127.0.0.1:6379/12")
@@ -46,6 +47,9 @@ class Options:
     # one: the latency at a given throughput, where the closed loop gives capacity.
     load_rates: tuple[float, ...] = (80.0, 100.0)
     ingest_messages: int = 300
+    # A longer ingest after the first has settled: it outlasts consolidation's
+    # debounce, so the observations consolidation derives are embedded alongside.
+    ingest_sustained_messages: int = 2000
     recall_checks: int = 200
     # 200 and 800 are what recall uses (a tenant index under / over 100k rows).
     ef_search_sweep: tuple[int, ...] = (40, 100, 200, 400, 800)
@@ -215,7 +219,7 @@ def _http_part(
     # outlives its run.
     _purge_broker()
     with (
-        loader.scratch_org("ingest") as (_, ingest_key),
+        loader.scratch_org("ingest") as (ingest_scratch, ingest_key),
         servers.running(
             broker=BROKER, worker=True, log_dir=logs, web_workers=opts.web_workers
         ) as srv,
@@ -244,6 +248,21 @@ def _http_part(
         out["ingest"] = runs.ingest_http(
             srv, ingest_key, texts, timeout_s=opts.ingest_timeout_s
         )
+        if opts.ingest_sustained_messages > 0:
+            _settle(ingest_scratch, timeout_s=opts.ingest_timeout_s)
+            derived = _derived_rows(ingest_scratch)
+            texts = [
+                gen._message(gen.orgs[ingest_org], random.Random(50_000 + i))[0]
+                for i in range(opts.ingest_sustained_messages)
+            ]
+            log(f"sustained ingest: {len(texts)} messages over HTTP")
+            out["ingest_sustained"] = runs.ingest_http(
+                srv, ingest_key, texts, timeout_s=opts.ingest_timeout_s
+            )
+            # Rows consolidation derived and embedded while the messages went in.
+            out["ingest_sustained"]["derived_rows"] = (
+                _derived_rows(ingest_scratch) - derived
+            )
         out["peak_rss_mib"] = {name: p.peak_rss_mb() for name, p in srv.procs.items()}
     _purge_broker()
     out["peak_rss_mib"]["bench_process"] = _self_rss()
@@ -251,6 +270,27 @@ def _http_part(
         [gen._message(gen.orgs[0], random.Random(10_000 + i))[0] for i in range(512)]
     )
     return out
+
+
+def _derived_rows(org: Any) -> int:
+    """Embedded rows of ``org`` that are not messages (consolidation's)."""
+    return (
+        Memory.objects.filter(org=org, embedding_state=EmbeddingState.READY)
+        .exclude(tier=Tier.RAW)
+        .count()
+    )
+
+
+def _settle(org: Any, *, timeout_s: float) -> None:
+    """Wait out the debounced consolidation of what ``org`` was sent, and the
+    embedding of what it derived, so the next measurement starts from quiet."""
+    time.sleep(settings.MNEMO_CONSOLIDATION_DELAY_S + 1.0)
+    deadline = time.monotonic() + timeout_s
+    quiet = 0  # two checks in a row: a consolidation still writing adds rows
+    while quiet < 2 and time.monotonic() < deadline:
+        pending = Memory.objects.filter(org=org, embedding_state=EmbeddingState.PENDING)
+        quiet = 0 if pending.exists() else quiet + 1
+        time.sleep(0.5)
 
 
 def _purge_broker() -> None:

@@ -64,6 +64,8 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys, shared_index_res
         "4,5",
         "--ingest-messages",
         "5",
+        "--ingest-sustained-messages",
+        "12",
         "--ingest-timeout",
         "15",
         "--recall-checks",
@@ -87,6 +89,13 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys, shared_index_res
     assert all(p["errors"] == 0 and p["ok"] > 0 for p in result["load_paced"])
     assert "5 -> " in table
     assert result["ingest"]["messages"] == 5
+    assert result["ingest_sustained"]["messages"] == 12
+    for run in ("ingest", "ingest_sustained"):
+        cpu = result[run]["cpu_ms_per_message"]
+        # every server and the embedded PostgreSQL did some of the work
+        assert set(cpu) == {"web", "worker", "postgres"}, cpu
+        assert all(ms > 0 for ms in cpu.values()), cpu
+    assert "| sustained | 12 |" in table
     # The load vacuumed what it copied: autovacuum has nothing left to start inside
     # the timings (it did at 1M, docs/benchmarks.md session 22).
     assert result["corpus_load"]["timings_s"]["vacuum"] >= 0

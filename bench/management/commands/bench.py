@@ -69,6 +69,13 @@ class Command(BaseCommand):
                 "closed-loop one, e.g. 80,100 (empty: none)",
             )
             p.add_argument("--ingest-messages", type=int, default=300)
+            p.add_argument(
+                "--ingest-sustained-messages",
+                type=int,
+                default=2000,
+                help="a second, longer ingest with consolidation running alongside "
+                "(0: none)",
+            )
             p.add_argument("--recall-checks", type=int, default=200)
             p.add_argument("--web-workers", type=int, default=2)
             p.add_argument("--ingest-timeout", type=float, default=120.0)
@@ -202,6 +209,7 @@ class Command(BaseCommand):
             "load_seconds",
             "load_rates",
             "ingest_messages",
+            "ingest_sustained_messages",
             "recall_checks",
             "seed",
             "label",
@@ -267,6 +275,7 @@ def _options(opts: dict[str, Any], size: int) -> Options:
         load_seconds=opts["load_seconds"],
         load_rates=_rates(opts["load_rates"]),
         ingest_messages=opts["ingest_messages"],
+        ingest_sustained_messages=opts["ingest_sustained_messages"],
         recall_checks=opts["recall_checks"],
         http=not opts["no_http"],
         web_workers=opts["web_workers"],
