@@ -141,14 +141,7 @@ def test_an_embedding_task_runs_as_many_statements_for_many_rows_and_names_as_fo
     names += ["Hiro", "Ines", "Jonas", "Kemal", "Lotte"]
 
     def statements(texts):
-        ids = [
-            m.pk
-            for m in services.memory_remember(
-                principal=world.principal("agent_a"),
-                items=[MemoryInput(content=t) for t in texts],
-                enqueue=False,
-            ).memories
-        ]
+        ids = _pending(world, texts)
         with CaptureQueriesContext(connection) as queries:
             assert embed_memories.apply(args=[ids]).get() == len(ids)
         return len(queries)
