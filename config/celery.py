@@ -94,8 +94,32 @@ def _worker_priority(**_: object) -> None:
         embeddings.set_process_threads(threads)
 
 
-from celery.signals import worker_init, worker_process_init, worker_ready  # noqa: E402
+def close_old_connections_around_task(task: object = None, **_: object) -> None:
+    """Before and after a worker's task, what Django does around a request: close a
+    connection older than ``CONN_MAX_AGE``, one whose health check fails or one left
+    outside autocommit; the next query opens a new one.
 
+    Celery's fix-up would close it always; with ``CELERY_DB_REUSE_MAX`` it closes it
+    only every so many tasks, and this keeps a broken one from failing the tasks in
+    between. Not for eager tasks: they run inside the caller's transaction.
+    """
+    if getattr(getattr(task, "request", None), "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
+from celery.signals import (  # noqa: E402
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+)
+
+task_prerun.connect(close_old_connections_around_task, weak=False)
+task_postrun.connect(close_old_connections_around_task, weak=False)
 worker_init.connect(_worker_priority, weak=False)
 worker_ready.connect(_warm_in_main_process, weak=False)
 worker_process_init.connect(warm_embedding_model, weak=False)

@@ -250,6 +250,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "interval_step": 0.2,
 }
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# Celery's Django fix-up closes the database connection before and after every task
+# unless it may reuse it: each embedding task then opened a new PostgreSQL session
+# (~10 ms of a worker's time a task; docs/benchmarks.md, session 30). It may now
+# reuse it for this many tasks (it closes it every twice as many), and before and after
+# each task config/celery.py closes it as Django does around a request: when older
+# than CONN_MAX_AGE, broken, or left outside autocommit. 0: a new session a task.
+CELERY_DB_REUSE_MAX = env_int("MNEMO_WORKER_DB_REUSE_MAX", 500)
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "sweep-pending-embeddings": {

@@ -335,6 +335,46 @@ def test_a_real_celery_worker_embeds_rows_written_over_http(world, worker, live_
     assert _wait_ready(ids) == 12
 
 
+def _worker_sessions() -> set[tuple[int, object]]:
+    """(pid, start) of other sessions idle after a task's scope reset: the worker's
+    connection between tasks (the web's scope statements are transaction-local)."""
+    with connection.cursor() as c:
+        c.execute(
+            "SELECT pid, backend_start FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND state = 'idle' AND query LIKE %s",
+            ["%set_config('mnemo.scope'%, false)%"],
+        )
+        return set(c.fetchall())
+
+
+def _until(probe, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while not (found := probe()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_runs_its_tasks_on_one_database_session(world, worker):
+    """Celery's Django fix-up would open a new PostgreSQL session for every task
+    (~10 ms each); CELERY_DB_REUSE_MAX lets the worker keep its connection."""
+    first = _pending(world, ["the first task's row"])
+    from memory.tasks import embed_memories
+
+    embed_memories.delay(first)
+    assert _wait_ready(first) == 1
+    before = _until(_worker_sessions)
+    assert before, "no worker session left open after its task"
+    for i in range(3):
+        ids = _pending(world, [f"a later task's row {i}"])
+        embed_memories.delay(ids)
+        assert _wait_ready(ids) == 1
+    after = _until(lambda: _worker_sessions() & before)
+    assert after, (before, _worker_sessions())
+
+
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_rows_written_while_the_broker_is_down_are_embedded_after_the_sweep(
