@@ -680,18 +680,24 @@ def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[TaskRow]:
 
     A write of a few messages enqueues a task for just those rows; when writes arrive
     faster than the worker embeds, each task takes its backlog along, so the model runs
-    on full batches and the later tasks find their rows ready (a no-op). Rows of other
-    orgs are never taken (the task's row-level-security scope is its rows' orgs).
+    on full batches and the later tasks find their rows ready. Such a task is a no-op
+    (empty here): whoever embedded its rows enqueued their consolidation, and every
+    other pending row has a task of its own queued (or the sweep gives it one). Rows of
+    other orgs are never taken (the task's row-level-security scope is its rows' orgs).
     """
     ids = list(dict.fromkeys(ids))
     if not ids:
         return []
-    by_id = {
-        r[0]: TaskRow(*r)
-        for r in Memory.objects.filter(pk__in=ids)
+    by_id, waiting = {}, False
+    for *fields, state in (
+        Memory.objects.filter(pk__in=ids)
         .order_by()
-        .values_list(*_TASK_ROW_FIELDS)
-    }
+        .values_list(*_TASK_ROW_FIELDS, "embedding_state")
+    ):
+        by_id[fields[0]] = TaskRow(*fields)
+        waiting = waiting or state != EmbeddingState.READY
+    if not waiting:
+        return []
     rows = [by_id[i] for i in ids if i in by_id]
     room = limit - len(rows)
     if room <= 0 or not rows:

@@ -20,6 +20,8 @@ def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
     """Embed rows ``ids``; on failure mark them failed and retry with backoff."""
     try:
         rows = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_TASK_ROWS)
+        if not rows:
+            return 0  # another task took these rows along
         ids = [r.id for r in rows]
         done = services.memory_embed(ids=ids)
         enqueue_consolidation(ids, rows=rows)
