@@ -698,9 +698,9 @@ def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[TaskRow]:
         waiting = waiting or state != EmbeddingState.READY
     if not waiting:
         return []
-    rows = [by_id[i] for i in ids if i in by_id]
+    rows = [by_id[i] for i in ids if i in by_id]  # not empty: one of them waits
     room = limit - len(rows)
-    if room <= 0 or not rows:
+    if room <= 0:
         return rows
     extra = (
         Memory.objects.filter(
