@@ -60,10 +60,10 @@ def get_model() -> Any:
     global _model, _model_error
     if not settings.MNEMO_EMBEDDING_ENABLED:
         raise EmbedderUnavailable("embedding is disabled (MNEMO_EMBEDDING_ENABLED=0)")
-    if _model is not None:
+    if _model is not None and not _stale(_model):
         return _model
     with _lock:
-        if _model is None:
+        if _model is None or _stale(_model):
             try:
                 _model = _load(settings.MNEMO_EMBEDDING_BACKEND)
                 _model_error = None
@@ -97,7 +97,37 @@ def _load(backend: str) -> Any:
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
-    return SentenceTransformer(model_path(), device="cpu")
+    model = SentenceTransformer(model_path(), device="cpu")
+    _prepare_arithmetic(model, precision())
+    return model
+
+
+def _prepare_arithmetic(model: Any, mode: str) -> None:
+    """Cast a torch model's linear layers to bf16 once, when it will compute in bf16.
+
+    Under ``torch.autocast`` a linear layer multiplies bf16 copies of its fp32
+    weights; autocast keeps those copies only until its context exits, i.e. for one
+    :func:`embed_texts` call, so every call converted all 37 weight matrices again:
+    ~6 ms of a batch of one text and ~17 ms of a batch of ten, on this machine
+    (docs/benchmarks.md, session 31). Cast here, autocast finds them already bf16 and
+    computes exactly what it computed before (the same rounding of the same weights;
+    vectors equal to the last bit, measured and tested). Layer norms, the embeddings
+    and attention stay as autocast treats them.
+    """
+    import torch
+
+    if mode == "bf16":
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.to(torch.bfloat16)
+    model._mnemo_precision = mode
+
+
+def _stale(model: Any) -> bool:
+    """A torch model prepared for another precision than the setting now asks for
+    (tests switch it; a process's setting does not change): it loads again."""
+    prepared = getattr(model, "_mnemo_precision", None)
+    return prepared is not None and prepared != precision()
 
 
 def get_query_model() -> Any:
@@ -116,10 +146,10 @@ def get_query_model() -> Any:
         return get_model()
     if not settings.MNEMO_EMBEDDING_ENABLED:
         raise EmbedderUnavailable("embedding is disabled (MNEMO_EMBEDDING_ENABLED=0)")
-    if _query_model is not None:
+    if _query_model is not None and not _stale(_query_model):
         return _query_model
     with _lock:
-        if _query_model is None and not _query_model_failed:
+        if (_query_model is None or _stale(_query_model)) and not _query_model_failed:
             try:
                 _query_model = _load(backend)
             except Exception as exc:  # noqa: BLE001 - fall back to the main backend
@@ -189,11 +219,9 @@ def precision() -> str:
 
 
 def _arithmetic(model: Any) -> contextlib.AbstractContextManager[Any]:
-    """bf16 autocast around a torch model's forward passes when :func:`precision`
-    says so; ONNX models keep their own arithmetic."""
-    from memory.onnx_backend import OnnxEmbedder
-
-    if isinstance(model, OnnxEmbedder) or precision() != "bf16":
+    """bf16 autocast around the forward passes of a torch model prepared for bf16
+    (:func:`_prepare_arithmetic`); fp32 and ONNX models keep their own arithmetic."""
+    if getattr(model, "_mnemo_precision", None) != "bf16":
         return contextlib.nullcontext()
     import torch
 

@@ -99,6 +99,36 @@ def test_bf16_document_embeddings_stay_within_cosine_0_9999_of_fp32(settings):
     assert not np.array_equal(bf16, fp32)  # the setting did change the arithmetic
 
 
+def test_bf16_linear_weights_cast_at_load_give_the_vectors_autocast_gave(
+    settings, reloaded
+):
+    """The torch model's linear layers are cast to bf16 once, at load: autocast cast
+    them again on every call (its copies live as long as its context). Autocast then
+    finds them bf16 and computes what it computed over the fp32 weights."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    settings.MNEMO_EMBEDDING_BACKEND = "torch"
+    settings.MNEMO_EMBEDDING_PRECISION = "bf16"
+    model = embeddings.get_model()
+    linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(linear) == 37 and {m.weight.dtype for m in linear} == {torch.bfloat16}
+    got = embeddings.embed_texts(TEXTS)
+
+    before = SentenceTransformer(embeddings.model_path(), device="cpu")
+    before._mnemo_precision = "bf16"  # autocast over fp32 weights, as before
+    assert {p.dtype for p in before.parameters()} == {torch.float32}
+    want = embeddings.embed_texts(TEXTS, model=before)
+    assert np.abs(got - want).max() <= 1e-6
+
+    # Switched to fp32, the process's model loads again with fp32 weights.
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
+    fp32 = embeddings.get_model()
+    assert fp32 is not model
+    assert {p.dtype for p in fp32.parameters()} == {torch.float32}
+    assert (embeddings.embed_texts(TEXTS) * got).sum(axis=1).min() > 0.9999
+
+
 @pytest.mark.parametrize(
     ("vendor", "flags", "want"),
     [
