@@ -561,7 +561,11 @@ def embedding_text(memory: Memory) -> str:
     measured on LoCoMo dev, leaving it out of the embedded text raised NDCG@10 from
     0.467 to 0.483 (it dilutes the turn's own meaning).
     """
-    return f"{memory.speaker}: {memory.content}" if memory.speaker else memory.content
+    speaker, content = memory.speaker, memory.content
+    if not speaker or content.startswith(f"{speaker}: "):
+        # An observation of an unnamed speaker already reads "Speaker: ...".
+        return content
+    return f"{speaker}: {content}"
 
 
 def memory_embed(*, ids: Sequence[int]) -> int:

@@ -45,6 +45,21 @@ def test_texts_are_embedded_in_batches_of_similar_length_in_their_own_order():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content", "speaker", "want"),
+    [
+        ("I went to Paris", "Caroline", "Caroline: I went to Paris"),
+        # An observation of an unnamed speaker already starts with the name.
+        ("Caroline: went to Paris", "Caroline", "Caroline: went to Paris"),
+        ("Carol: hi", "Caroline", "Caroline: Carol: hi"),  # another name is content
+        ("went to Paris", "", "went to Paris"),
+    ],
+)
+def test_the_embedded_text_names_the_speaker_once(content, speaker, want):
+    memory = Memory(content=content, speaker=speaker)
+    assert services.embedding_text(memory) == want
+
+
 def test_rows_are_pending_at_write_and_ready_after_commit(
     world, django_capture_on_commit_callbacks
 ):
