@@ -92,9 +92,11 @@ def test_the_bench_command_runs_at_smoke_size(tmp_path, capsys, shared_index_res
     assert result["ingest_sustained"]["messages"] == 12
     for run in ("ingest", "ingest_sustained"):
         cpu = result[run]["cpu_ms_per_message"]
-        # every server and the embedded PostgreSQL did some of the work
+        # every server and the embedded PostgreSQL is measured. The readings count
+        # clock ticks (10 ms): one process's share of a few messages can read 0 (CI
+        # saw PostgreSQL at 0.0 for 5 messages), their sum cannot.
         assert set(cpu) == {"web", "worker", "postgres"}, cpu
-        assert all(ms > 0 for ms in cpu.values()), cpu
+        assert all(ms >= 0 for ms in cpu.values()) and sum(cpu.values()) > 0, cpu
     assert "| sustained | 12 |" in table
     # The load vacuumed what it copied: autovacuum has nothing left to start inside
     # the timings (it did at 1M, docs/benchmarks.md session 22).
