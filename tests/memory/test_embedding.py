@@ -44,7 +44,6 @@ def test_texts_are_embedded_in_batches_of_similar_length_in_their_own_order():
     assert (together * alone).sum(axis=1).min() > 0.9999
 
 
-@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("content", "speaker", "want"),
     [
@@ -60,6 +59,7 @@ def test_the_embedded_text_names_the_speaker_once(content, speaker, want):
     assert services.embedding_text(memory) == want
 
 
+@pytest.mark.django_db
 def test_rows_are_pending_at_write_and_ready_after_commit(
     world, django_capture_on_commit_callbacks
 ):
