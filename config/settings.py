@@ -283,6 +283,11 @@ MNEMO_EMBEDDING_MODEL = os.environ.get(
 )  # "" = bundled MiniLM
 MNEMO_EMBEDDING_DIM = 384
 MNEMO_EMBEDDING_BATCH = env_int("MNEMO_EMBEDDING_BATCH", 64)
+# Texts an ONNX forward pass takes at most (chunks stay MNEMO_EMBEDDING_BATCH rows):
+# the int8 model ran 64-text chunks 12-16% faster in batches of 8 than of 64
+# (docs/benchmarks.md, session 32). Torch keeps whole chunks (its cost a call is
+# mostly streaming the weights).
+MNEMO_ONNX_BATCH = env_int("MNEMO_ONNX_BATCH", 8)
 # An embedding task takes its own rows plus the oldest pending rows of the same orgs,
 # up to this many, and embeds them in MNEMO_EMBEDDING_BATCH chunks, the next chunk
 # embedded while the previous one is stored (memory.services.memory_embed).
@@ -339,6 +344,9 @@ MNEMO_GC_FREEZE = env_bool("MNEMO_GC_FREEZE", True)
 # for document embeddings (0: MNEMO_EMBEDDING_THREADS). Measured in docs/benchmarks.md.
 MNEMO_WORKER_NICE = env_int("MNEMO_WORKER_NICE", 10)
 MNEMO_WORKER_EMBEDDING_THREADS = env_int("MNEMO_WORKER_EMBEDDING_THREADS", 0)
+# Forward passes a worker runs at once, one thread each (ONNX only; torch stays serial).
+# Niced, the second one takes only the CPU the web and PostgreSQL leave idle.
+MNEMO_WORKER_EMBEDDING_RUNS = env_int("MNEMO_WORKER_EMBEDDING_RUNS", 2)
 MNEMO_MAX_BATCH = env_int("MNEMO_MAX_BATCH", 500)
 MNEMO_MAX_CONTENT_BYTES = env_int("MNEMO_MAX_CONTENT_BYTES", 32 * 1024)
 MNEMO_PENDING_SWEEP_AFTER_SECONDS = env_int("MNEMO_PENDING_SWEEP_AFTER_SECONDS", 120)

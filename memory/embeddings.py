@@ -46,6 +46,33 @@ def set_process_threads(threads: int) -> None:
     _process_threads = max(1, int(threads))
 
 
+# Forward passes :func:`embed_texts` runs at once, each on a thread of its own, for a
+# model that allows it (``concurrent_runs``: ONNX Runtime sessions are safe to run from
+# several threads, and with one intra-op thread each run computes on its caller's
+# thread). 1 (serial) unless a worker sets it (``MNEMO_WORKER_EMBEDDING_RUNS``).
+_process_runs = 1
+_run_pool: tuple[int, int, Any] | None = None  # (pid, size, executor)
+
+
+def set_process_runs(runs: int) -> None:
+    """This process's concurrent forward passes (a worker's; see ``config.celery``)."""
+    global _process_runs
+    _process_runs = max(1, int(runs))
+
+
+def _runs_pool(runs: int) -> Any:
+    """A thread pool of ``runs`` threads for this process (a forked child makes its
+    own: threads do not survive a fork)."""
+    global _run_pool
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _lock:
+        if _run_pool is None or _run_pool[:2] != (os.getpid(), runs):
+            pool = ThreadPoolExecutor(max_workers=runs, thread_name_prefix="embed-run")
+            _run_pool = (os.getpid(), runs, pool)
+        return _run_pool[2]
+
+
 def model_path() -> str:
     configured = settings.MNEMO_EMBEDDING_MODEL
     if configured:
@@ -87,6 +114,7 @@ def _load(backend: str) -> Any:
             Path(settings.VAR_DIR) / "onnx",
             threads=threads,
             quantise=backend == "onnx-int8",
+            max_batch=int(settings.MNEMO_ONNX_BATCH),
         )
     if backend != "torch":
         raise ValueError(
@@ -236,17 +264,33 @@ def embed_texts(
         return np.zeros((0, settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
     model = model if model is not None else get_model()
     size = batch_size or settings.MNEMO_EMBEDDING_BATCH
+    # A model may run best on smaller batches than the caller's (ONNX int8: 8).
+    size = max(1, min(size, getattr(model, "max_batch", size)))
     out = np.zeros((len(texts), settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
-    with _arithmetic(model):
-        for bucket in length_buckets(texts, size):
-            vectors = model.encode(
-                [texts[i] for i in bucket],
-                batch_size=size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+    buckets = length_buckets(texts, size)
+
+    def encode(bucket: list[int]) -> Any:
+        return model.encode(
+            [texts[i] for i in bucket],
+            batch_size=size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    runs = _process_runs if getattr(model, "concurrent_runs", False) else 1
+    if runs > 1 and len(buckets) > 1:
+        # Each bucket's vectors do not depend on the others: the same vectors as
+        # serially, in about half the time on two idle cores (docs/benchmarks.md,
+        # session 32).
+        for bucket, vectors in zip(
+            buckets, _runs_pool(runs).map(encode, buckets), strict=True
+        ):
             out[bucket] = np.asarray(vectors, dtype=np.float32)
+        return out
+    with _arithmetic(model):
+        for bucket in buckets:
+            out[bucket] = np.asarray(encode(bucket), dtype=np.float32)
     return out
 
 

@@ -13,6 +13,7 @@ def nice_calls(monkeypatch):
     calls: list[int] = []
     monkeypatch.setattr(celery_config.os, "nice", lambda n: calls.append(n))
     monkeypatch.setattr(embeddings, "_process_threads", None)
+    monkeypatch.setattr(embeddings, "_process_runs", 1)
     return calls
 
 
@@ -20,18 +21,22 @@ def test_worker_start_lowers_priority_and_sets_threads(settings, nice_calls):
     calls = nice_calls
     settings.MNEMO_WORKER_NICE = 7
     settings.MNEMO_WORKER_EMBEDDING_THREADS = 2
+    settings.MNEMO_WORKER_EMBEDDING_RUNS = 3
     celery_config._worker_priority()
     assert calls == [7]
     assert embeddings._process_threads == 2
+    assert embeddings._process_runs == 3
 
 
 def test_zero_leaves_priority_and_threads_alone(settings, nice_calls):
     calls = nice_calls
     settings.MNEMO_WORKER_NICE = 0
     settings.MNEMO_WORKER_EMBEDDING_THREADS = 0
+    settings.MNEMO_WORKER_EMBEDDING_RUNS = 1
     celery_config._worker_priority()
     assert calls == []
     assert embeddings._process_threads is None
+    assert embeddings._process_runs == 1
 
 
 def test_the_broker_connection_is_warmed_once_and_a_dead_broker_is_only_logged(

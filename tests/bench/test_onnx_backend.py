@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -168,3 +169,87 @@ def test_a_multi_threaded_session_does_not_spin_and_embeds_as_one_thread(setting
     with pytest.raises(RuntimeError):  # one thread: ONNX Runtime's default
         one.session.get_session_options().get_session_config_entry(spin)
     assert np.allclose(one.encode(TEXTS), two.encode(TEXTS), atol=1e-5)
+
+
+MESSAGES = [
+    f"{name} said the {thing} was {how} on day {n}"
+    for n, (name, thing, how) in enumerate(
+        [
+            ("Caroline", "pottery class", "wonderful"),
+            ("Melanie", "camping trip", "rainy but fun"),
+            ("Bob", "release", "late again because the staging tests failed"),
+            ("Alice", "garden", "full of tomatoes"),
+            ("Dan", "new job", "hard"),
+        ]
+        * 8
+    )
+]
+
+
+class Recording:
+    """An ONNX model that records each forward pass's size and thread."""
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner = inner
+        self.max_batch = inner.max_batch
+        self.concurrent_runs = inner.concurrent_runs
+        self.calls: list[tuple[int, str]] = []
+
+    def encode(self, texts: list[str], **kwargs: object) -> np.ndarray:
+        self.calls.append((len(texts), threading.current_thread().name))
+        return self.inner.encode(texts, **kwargs)
+
+
+@pytest.fixture
+def int8_model(settings):
+    return OnnxEmbedder(
+        Path(embeddings.model_path()),
+        Path(settings.VAR_DIR) / "onnx",
+        threads=1,
+        max_batch=8,
+    )
+
+
+def test_onnx_chunks_run_in_batches_of_at_most_max_batch(int8_model, monkeypatch):
+    monkeypatch.setattr(embeddings, "_process_runs", 1)
+    model = Recording(int8_model)
+    got = embeddings.embed_texts(MESSAGES, batch_size=64, model=model)
+    assert got.shape == (40, 384)
+    assert max(n for n, _ in model.calls) <= 8 and sum(n for n, _ in model.calls) == 40
+    # Each row is its own text's vector, wherever its batch ran.
+    want = np.concatenate([int8_model.encode([t]) for t in MESSAGES[:3]])
+    assert (got[:3] * want).sum(axis=1).min() > 0.99
+
+
+def test_concurrent_runs_give_the_serial_vectors_on_two_threads(
+    int8_model, monkeypatch
+):
+    """A worker runs two forward passes at once (``MNEMO_WORKER_EMBEDDING_RUNS``):
+    the same vectors, bit for bit, as one after the other."""
+    monkeypatch.setattr(embeddings, "_process_runs", 1)
+    serial = embeddings.embed_texts(MESSAGES, model=int8_model)
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    model = Recording(int8_model)
+    together = embeddings.embed_texts(MESSAGES, model=model)
+    assert np.array_equal(serial, together)
+    threads = {name for _, name in model.calls}
+    assert len(model.calls) >= 5 and all(n.startswith("embed-run") for n in threads)
+    pool = embeddings._runs_pool(2)
+    assert pool._max_workers == 2
+
+
+def test_a_torch_model_is_never_run_concurrently(monkeypatch, settings):
+    settings.MNEMO_EMBEDDING_BACKEND = "torch"
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    model = embeddings.get_model()
+    assert not getattr(model, "concurrent_runs", False)
+    calls: list[str] = []
+    real = model.encode
+
+    def encode(texts: list[str], **kwargs: object) -> np.ndarray:
+        calls.append(threading.current_thread().name)
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(model, "encode", encode)
+    embeddings.embed_texts(["short", "a much longer text than the first one " * 6])
+    assert calls == [threading.current_thread().name] * 2  # serially, on the caller
