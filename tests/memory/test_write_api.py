@@ -359,3 +359,34 @@ def test_memory_out_builds_its_fields_once_and_writes_what_a_model_serializer_wo
     assert one.fields["content"] is not two.fields["content"]
     assert one.fields["content"].parent is one and two.fields["content"].parent is two
     assert one.data["content"] == "first" and two.data["content"] == "second"
+
+
+def test_the_duplicate_check_looks_hashes_up_in_the_session_index(agent, session_id):
+    """A write's duplicate check reads (session, content hash) entries, not every row
+    of the session: with 2,000 rows in it the old plan tested each one."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first = post_messages(agent, session_id, [{"content": "seed"}]).json()["items"][0]
+    seed = Memory.objects.get(pk=first["id"])
+    fields = {
+        f.attname: getattr(seed, f.attname)
+        for f in Memory._meta.concrete_fields
+        if not f.primary_key and not getattr(f, "generated", False)
+    }
+    Memory.objects.bulk_create(
+        Memory(**{**fields, "seq": 1000 + i, "content_sha256": f"{i:064x}"})
+        for i in range(2000)
+    )
+    with connection.cursor() as c:
+        c.execute("ANALYZE memory_memory")
+    with CaptureQueriesContext(connection) as ctx:
+        r = post_messages(agent, session_id, [{"content": "seed"}, {"content": "new"}])
+    assert r.status_code == 201 and [d["index"] for d in r.json()["duplicates"]] == [0]
+    sql = [q["sql"] for q in ctx.captured_queries]
+    check = [q for q in sql if '"content_sha256" IN' in q]
+    assert len(check) == 1
+    with connection.cursor() as c:
+        c.execute("EXPLAIN " + check[0])
+        plan = "\n".join(row[0] for row in c.fetchall())
+    assert "memory_session_sha" in plan, plan
