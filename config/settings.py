@@ -294,6 +294,11 @@ MNEMO_ONNX_BATCH = env_int("MNEMO_ONNX_BATCH", 8)
 MNEMO_EMBEDDING_TASK_ROWS = env_int(
     "MNEMO_EMBEDDING_TASK_ROWS", 4 * MNEMO_EMBEDDING_BATCH
 )
+# While it runs, a task also takes the rows of its orgs written since, up to this many
+# rows in all; then the tasks queued behind it (other orgs, consolidation) run.
+MNEMO_EMBEDDING_TASK_MAX_ROWS = env_int(
+    "MNEMO_EMBEDDING_TASK_MAX_ROWS", 8 * MNEMO_EMBEDDING_TASK_ROWS
+)
 # Orgs with at least this many embedded rows get a partial HNSW index of their own
 # (memory/vector_indexes.py; `manage.py vector_indexes`, beat every 6 h, and a sync the
 # embedding task requests as soon as an org crosses the line).

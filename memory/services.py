@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import weakref
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -568,7 +569,11 @@ def embedding_text(memory: Memory) -> str:
     return f"{speaker}: {content}"
 
 
-def memory_embed(*, ids: Sequence[int]) -> int:
+def memory_embed(
+    *,
+    ids: Sequence[int],
+    refill: Callable[[], Sequence[int]] | None = None,
+) -> int:
     """Embed the pending/failed rows among ``ids``; returns how many became ready.
 
     Rows go in chunks of ``MNEMO_EMBEDDING_BATCH``, oldest first, each chunk stored
@@ -577,37 +582,54 @@ def memory_embed(*, ids: Sequence[int]) -> int:
     thread: the model holds one core and the database works on the other, instead
     of each waiting for the other (docs/benchmarks.md, session 11).
 
+    ``refill`` (the embedding task's) is asked for more row ids whenever the last
+    chunk has been embedded, before it is stored; what it returns is embedded next
+    while that chunk is stored, until it returns none. Rows written while a task
+    runs are then embedded by it at once, not by a task queued behind the no-op tasks
+    of the rows it already took (docs/benchmarks.md, session 32).
+
     Idempotent: rows already ready are skipped, and the model is deterministic, so two
     workers embedding the same row write the same vector (up to float rounding where
     bf16 arithmetic is on: cosine >= 0.9999 between batches of different shapes).
     """
     from memory import embeddings
 
-    rows = list(
-        Memory.objects.filter(pk__in=ids)
-        .exclude(embedding_state=EmbeddingState.READY)
-        .only("id", "content", "speaker", "org_id")
-        .order_by("id")
-    )
-    if not rows:
-        return 0
     size = max(1, settings.MNEMO_EMBEDDING_BATCH)
-    chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
+
+    def chunked(row_ids: Sequence[int]) -> list[list[Memory]]:
+        rows = list(
+            Memory.objects.filter(pk__in=list(row_ids))
+            .exclude(embedding_state=EmbeddingState.READY)
+            .only("id", "content", "speaker", "org_id")
+            .order_by("id")
+        )
+        return [rows[i : i + size] for i in range(0, len(rows), size)]
 
     def embed(chunk: list[Memory]) -> Any:
         return embeddings.embed_texts([embedding_text(m) for m in chunk])
 
-    if len(chunks) == 1:
+    chunks = deque(chunked(ids))
+    if not chunks:
+        return 0
+    if len(chunks) == 1 and refill is None:
         _store_embedded(chunks[0], embed(chunks[0]))
-        return len(rows)
+        return len(chunks[0])
+    done = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
         ahead = pool.submit(embed, chunks[0])
-        for i, chunk in enumerate(chunks):
+        while chunks:
+            chunk = chunks.popleft()
             vectors = ahead.result()
-            if i + 1 < len(chunks):
-                ahead = pool.submit(embed, chunks[i + 1])
+            while not chunks and refill is not None:
+                more = refill()
+                if not more:
+                    break
+                chunks.extend(chunked(more))
+            if chunks:
+                ahead = pool.submit(embed, chunks[0])
             _store_embedded(chunk, vectors)
-    return len(rows)
+            done += len(chunk)
+    return done
 
 
 def _store_embedded(rows: list[Memory], vectors: Any) -> None:
@@ -706,16 +728,22 @@ def coalesce_pending(ids: Sequence[int], *, limit: int) -> list[TaskRow]:
     room = limit - len(rows)
     if room <= 0:
         return rows
-    extra = (
-        Memory.objects.filter(
-            org_id__in={r.org_id for r in rows},
-            embedding_state=EmbeddingState.PENDING,
-        )
-        .exclude(pk__in=ids)
+    return rows + pending_rows({r.org_id for r in rows}, exclude=ids, limit=room)
+
+
+def pending_rows(
+    orgs: set[int], *, exclude: Sequence[int], limit: int
+) -> list[TaskRow]:
+    """The oldest pending rows of ``orgs`` (not ``exclude``), at most ``limit``."""
+    if limit <= 0:
+        return []
+    found = (
+        Memory.objects.filter(org_id__in=orgs, embedding_state=EmbeddingState.PENDING)
+        .exclude(pk__in=list(exclude))
         .order_by("recorded_at", "id")
-        .values_list(*_TASK_ROW_FIELDS)[:room]
+        .values_list(*_TASK_ROW_FIELDS)[:limit]
     )
-    return rows + [TaskRow(*r) for r in extra]
+    return [TaskRow(*r) for r in found]
 
 
 def memory_embed_failed(*, ids: Sequence[int], error: str) -> None:

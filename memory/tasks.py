@@ -17,17 +17,38 @@ logger = logging.getLogger(__name__)
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def embed_memories(self, ids: list[int]) -> int:  # type: ignore[no-untyped-def]
-    """Embed rows ``ids``; on failure mark them failed and retry with backoff."""
+    """Embed rows ``ids``; on failure mark them failed and retry with backoff.
+
+    The task takes the oldest other pending rows of the same orgs along, and while it
+    runs it keeps taking those written since (``MNEMO_EMBEDDING_TASK_ROWS`` at a time,
+    ``MNEMO_EMBEDDING_TASK_MAX_ROWS`` in all), so the model is not idle between tasks.
+    """
+    taken: list[services.TaskRow] = []
     try:
         rows = services.coalesce_pending(ids, limit=settings.MNEMO_EMBEDDING_TASK_ROWS)
         if not rows:
             return 0  # another task took these rows along
-        ids = [r.id for r in rows]
-        done = services.memory_embed(ids=ids)
-        enqueue_consolidation(ids, rows=rows)
-        request_index_sync(ids, orgs={r.org_id for r in rows})
+        taken.extend(rows)
+        orgs = {r.org_id for r in rows}
+
+        def refill() -> list[int]:
+            room = min(
+                settings.MNEMO_EMBEDDING_TASK_ROWS,
+                settings.MNEMO_EMBEDDING_TASK_MAX_ROWS - len(taken),
+            )
+            more = services.pending_rows(
+                orgs, exclude=[r.id for r in taken], limit=room
+            )
+            taken.extend(more)
+            return [r.id for r in more]
+
+        done = services.memory_embed(ids=[r.id for r in rows], refill=refill)
+        ids = [r.id for r in taken]
+        enqueue_consolidation(ids, rows=taken)
+        request_index_sync(ids, orgs=orgs)
         return done
     except Exception as exc:
+        ids = list(dict.fromkeys([*ids, *(r.id for r in taken)]))
         services.memory_embed_failed(ids=ids, error=f"{type(exc).__name__}: {exc}")
         if self.request.retries + 1 >= settings.MNEMO_EMBED_MAX_ATTEMPTS:
             logger.error("giving up embedding %d rows after retries: %s", len(ids), exc)

@@ -130,6 +130,7 @@ def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
     backlog = pending(world.principal("agent_a"), "one", "two", "three", "four")
     other_org = pending(world.principal("carol"), "globex backlog")
     settings.MNEMO_EMBEDDING_TASK_ROWS = 3
+    settings.MNEMO_EMBEDDING_TASK_MAX_ROWS = 3  # no refill: the first take only
     assert embed_memories.apply(args=[[backlog[-1]]]).get() == 3
     states = dict(
         Memory.objects.filter(pk__in=backlog).values_list("id", "embedding_state")
@@ -142,6 +143,53 @@ def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
     assert embed_memories.apply(args=[[backlog[0]]]).get() == 0
     assert Memory.objects.get(pk=backlog[2]).embedding_state == "pending"
     assert embed_memories.apply(args=[[backlog[2]]]).get() == 1
+
+
+@pytest.mark.django_db
+def test_a_running_task_keeps_taking_its_org_s_new_rows_up_to_its_limit(
+    world, settings, monkeypatch
+):
+    """Rows written while a task runs are embedded by it, in chunks while the one
+    before is stored, not left to a task queued behind the no-op tasks."""
+    from memory.tasks import embed_memories
+
+    agent = world.principal("agent_a")
+
+    def pending(principal, *texts):
+        return [
+            m.pk
+            for m in services.memory_remember(
+                principal=principal,
+                items=[MemoryInput(content=t) for t in texts],
+                enqueue=False,
+            ).memories
+        ]
+
+    first = pending(agent, "one", "two")
+    other_org = pending(world.principal("carol"), "globex backlog")
+    written: list[int] = []
+    real = services.pending_rows
+
+    def rows_arrive(orgs, *, exclude, limit):
+        if not written:  # a write lands while the task embeds its first rows
+            written.extend(pending(agent, "three", "four", "five", "six", "seven"))
+        return real(orgs, exclude=exclude, limit=limit)
+
+    monkeypatch.setattr(services, "pending_rows", rows_arrive)
+    settings.MNEMO_EMBEDDING_BATCH = 2
+    settings.MNEMO_EMBEDDING_TASK_ROWS = 2
+    settings.MNEMO_EMBEDDING_TASK_MAX_ROWS = 6
+    assert embed_memories.apply(args=[first]).get() == 6
+    states = dict(
+        Memory.objects.filter(pk__in=first + written).values_list(
+            "id", "embedding_state"
+        )
+    )
+    # oldest first, two at a time, until the task's six rows
+    assert [states[i] for i in first + written] == ["ready"] * 6 + ["pending"]
+    assert Memory.objects.get(pk=other_org[0]).embedding_state == "pending"
+    # the row past the limit goes with its own task
+    assert embed_memories.apply(args=[[written[-1]]]).get() == 1
 
 
 @pytest.mark.django_db
