@@ -48,8 +48,9 @@ def set_process_threads(threads: int) -> None:
 
 # Forward passes :func:`embed_texts` runs at once, each on a thread of its own, for a
 # model that allows it (``concurrent_runs``: ONNX Runtime sessions are safe to run from
-# several threads, and with one intra-op thread each run computes on its caller's
-# thread). 1 (serial) unless a worker sets it (``MNEMO_WORKER_EMBEDDING_RUNS``).
+# several threads, and so is a torch model computing in fp32 once its tokenizer is
+# serialised; with one intra-op thread each run computes on its caller's thread).
+# 1 (serial) unless a worker sets it (``MNEMO_WORKER_EMBEDDING_RUNS``).
 _process_runs = 1
 _run_pool: tuple[int, int, Any] | None = None  # (pid, size, executor)
 
@@ -127,7 +128,35 @@ def _load(backend: str) -> Any:
     torch.set_num_threads(threads)
     model = SentenceTransformer(model_path(), device="cpu")
     _prepare_arithmetic(model, precision())
+    if precision() == "fp32":
+        _allow_concurrent_runs(model)
     return model
+
+
+def _allow_concurrent_runs(model: Any) -> None:
+    """Let a worker run a torch fp32 model's forward passes on two threads at once.
+
+    Torch releases the GIL inside its operators, and with one intra-op thread each
+    pass computes on its caller's thread: on a 2-core EPYC without bf16, 10 ms a text
+    serially and 5.2-5.5 with two passes at once, the same vectors to the last bit
+    (docs/benchmarks.md, session 33). The tokenizer is not safe to share: transformers
+    sets truncation and padding on the Rust tokenizer at every call, and a second
+    thread doing so during an encode raises "Already borrowed"
+    (huggingface/tokenizers#537). Preprocessing (tokenizing, ~1% of a pass) therefore
+    runs under a lock. bf16 models stay serial: not measured concurrently (their
+    autocast is per thread, and AMX machines were measured with one run).
+    """
+    lock = threading.Lock()
+    preprocess = model.preprocess
+
+    @functools.wraps(preprocess)
+    def serialised(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return preprocess(*args, **kwargs)
+
+    model.preprocess = serialised
+    model._mnemo_preprocess_lock = lock
+    model.concurrent_runs = True
 
 
 def _prepare_arithmetic(model: Any, mode: str) -> None:
@@ -266,6 +295,10 @@ def embed_texts(
     size = batch_size or settings.MNEMO_EMBEDDING_BATCH
     # A model may run best on smaller batches than the caller's (ONNX int8: 8).
     size = max(1, min(size, getattr(model, "max_batch", size)))
+    runs = _process_runs if getattr(model, "concurrent_runs", False) else 1
+    if runs > 1:
+        # Enough passes for every run: ten texts go as two of five, not one of ten.
+        size = max(1, min(size, -(-len(texts) // runs)))
     out = np.zeros((len(texts), settings.MNEMO_EMBEDDING_DIM), dtype=np.float32)
     buckets = length_buckets(texts, size)
 
@@ -278,13 +311,16 @@ def embed_texts(
             show_progress_bar=False,
         )
 
-    runs = _process_runs if getattr(model, "concurrent_runs", False) else 1
     if runs > 1 and len(buckets) > 1:
         # Each bucket's vectors do not depend on the others: the same vectors as
-        # serially, in about half the time on two idle cores (docs/benchmarks.md,
-        # session 32).
+        # serially for the same buckets, in about half the time on two idle cores
+        # (docs/benchmarks.md, sessions 32 and 33).
+        def encode_here(bucket: list[int]) -> Any:
+            with _arithmetic(model):  # autocast is per thread
+                return encode(bucket)
+
         for bucket, vectors in zip(
-            buckets, _runs_pool(runs).map(encode, buckets), strict=True
+            buckets, _runs_pool(runs).map(encode_here, buckets), strict=True
         ):
             out[bucket] = np.asarray(vectors, dtype=np.float32)
         return out

@@ -238,8 +238,17 @@ def test_concurrent_runs_give_the_serial_vectors_on_two_threads(
     assert pool._max_workers == 2
 
 
-def test_a_torch_model_is_never_run_concurrently(monkeypatch, settings):
+def test_a_few_texts_are_split_so_that_every_run_has_a_pass(int8_model, monkeypatch):
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    model = Recording(int8_model)
+    embeddings.embed_texts(MESSAGES[:10], batch_size=64, model=model)
+    assert sorted(n for n, _ in model.calls) == [5, 5]
+    assert all(name.startswith("embed-run") for _, name in model.calls)
+
+
+def test_a_bf16_torch_model_is_never_run_concurrently(monkeypatch, settings):
     settings.MNEMO_EMBEDDING_BACKEND = "torch"
+    settings.MNEMO_EMBEDDING_PRECISION = "bf16"
     monkeypatch.setattr(embeddings, "_process_runs", 2)
     model = embeddings.get_model()
     assert not getattr(model, "concurrent_runs", False)
@@ -253,3 +262,48 @@ def test_a_torch_model_is_never_run_concurrently(monkeypatch, settings):
     monkeypatch.setattr(model, "encode", encode)
     embeddings.embed_texts(["short", "a much longer text than the first one " * 6])
     assert calls == [threading.current_thread().name] * 2  # serially, on the caller
+
+
+@pytest.mark.slow
+def test_an_fp32_torch_model_runs_concurrently_with_the_serial_vectors(
+    monkeypatch, settings
+):
+    """Two torch passes at once on a CPU without bf16 (session 33): the vectors of
+    the same batches one after the other, to the last bit."""
+    settings.MNEMO_EMBEDDING_BACKEND = "torch"
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
+    model = embeddings.get_model()
+    assert model.concurrent_runs
+    monkeypatch.setattr(embeddings, "_process_runs", 1)
+    serial = embeddings.embed_texts(MESSAGES, batch_size=8)
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    calls: list[str] = []
+    real = model.encode
+
+    def encode(texts: list[str], **kwargs: object) -> np.ndarray:
+        calls.append(threading.current_thread().name)
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(model, "encode", encode)
+    together = embeddings.embed_texts(MESSAGES, batch_size=8)
+    assert np.array_equal(serial, together)
+    assert len(calls) >= 5 and all(n.startswith("embed-run") for n in calls)
+
+
+def test_concurrent_torch_runs_tokenize_one_at_a_time(monkeypatch, settings):
+    """The shared Rust tokenizer raises "Already borrowed" when two threads call it
+    at once (huggingface/tokenizers#537): tokenizing waits for a lock."""
+    settings.MNEMO_EMBEDDING_BACKEND = "torch"
+    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    model = embeddings.get_model()
+    done: list[np.ndarray] = []
+    worker = threading.Thread(
+        target=lambda: done.append(embeddings.embed_texts(["one", "two words"]))
+    )
+    with model._mnemo_preprocess_lock:
+        worker.start()
+        worker.join(timeout=1.0)
+        assert worker.is_alive() and not done  # both passes wait to tokenize
+    worker.join(timeout=60)
+    assert not worker.is_alive() and done[0].shape == (2, 384)
