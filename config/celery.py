@@ -74,7 +74,8 @@ def warm_producer(**_: object) -> bool:
 def _worker_priority(**_: object) -> None:
     """Before the pool starts: the worker yields the CPU to web requests and embeds
     with its own thread count (``MNEMO_WORKER_NICE``,
-    ``MNEMO_WORKER_EMBEDDING_THREADS``, ``MNEMO_WORKER_EMBEDDING_RUNS``).
+    ``MNEMO_WORKER_EMBEDDING_THREADS``, ``MNEMO_WORKER_EMBEDDING_RUNS``,
+    ``MNEMO_WORKER_EMBEDDING_IDLE``).
 
     On a small machine web and worker share the cores; a write or recall that waited
     behind an embedding batch made the write API's p95 2-4x its median. Niced, the
@@ -93,7 +94,8 @@ def _worker_priority(**_: object) -> None:
     if threads > 0:
         embeddings.set_process_threads(threads)
     runs = int(getattr(settings, "MNEMO_WORKER_EMBEDDING_RUNS", 1))
-    embeddings.set_process_runs(runs)
+    idle = bool(getattr(settings, "MNEMO_WORKER_EMBEDDING_IDLE", False))
+    embeddings.set_process_runs(runs, idle=idle)
 
 
 def close_old_connections_around_task(task: object = None, **_: object) -> None:

@@ -349,9 +349,11 @@ MNEMO_GC_FREEZE = env_bool("MNEMO_GC_FREEZE", True)
 # for document embeddings (0: MNEMO_EMBEDDING_THREADS). Measured in docs/benchmarks.md.
 MNEMO_WORKER_NICE = env_int("MNEMO_WORKER_NICE", 10)
 MNEMO_WORKER_EMBEDDING_THREADS = env_int("MNEMO_WORKER_EMBEDDING_THREADS", 0)
-# Forward passes a worker runs at once, one thread each (ONNX only; torch stays serial).
-# Niced, the second one takes only the CPU the web and PostgreSQL leave idle.
+# Forward passes a worker runs at once, one thread each (ONNX, and torch in fp32; torch
+# bf16 stays serial). The threads run under SCHED_IDLE (MNEMO_WORKER_EMBEDDING_IDLE):
+# they take only the CPU the web and PostgreSQL leave idle (docs/benchmarks.md, s33).
 MNEMO_WORKER_EMBEDDING_RUNS = env_int("MNEMO_WORKER_EMBEDDING_RUNS", 2)
+MNEMO_WORKER_EMBEDDING_IDLE = env_bool("MNEMO_WORKER_EMBEDDING_IDLE", True)
 MNEMO_MAX_BATCH = env_int("MNEMO_MAX_BATCH", 500)
 MNEMO_MAX_CONTENT_BYTES = env_int("MNEMO_MAX_CONTENT_BYTES", 32 * 1024)
 MNEMO_PENDING_SWEEP_AFTER_SECONDS = env_int("MNEMO_PENDING_SWEEP_AFTER_SECONDS", 120)

@@ -52,13 +52,29 @@ def set_process_threads(threads: int) -> None:
 # serialised; with one intra-op thread each run computes on its caller's thread).
 # 1 (serial) unless a worker sets it (``MNEMO_WORKER_EMBEDDING_RUNS``).
 _process_runs = 1
-_run_pool: tuple[int, int, Any] | None = None  # (pid, size, executor)
+_process_idle = False
+_run_pool: tuple[int, int, bool, Any] | None = None  # (pid, size, idle, executor)
 
 
-def set_process_runs(runs: int) -> None:
-    """This process's concurrent forward passes (a worker's; see ``config.celery``)."""
-    global _process_runs
+def set_process_runs(runs: int, *, idle: bool = False) -> None:
+    """This process's concurrent forward passes (a worker's; see ``config.celery``);
+    with ``idle`` their threads run under ``SCHED_IDLE``."""
+    global _process_runs, _process_idle
     _process_runs = max(1, int(runs))
+    _process_idle = bool(idle)
+
+
+def _idle_thread() -> None:
+    """Run this thread only on CPU nothing else wants (Linux ``SCHED_IDLE``).
+
+    Niceness 10 still lets a busy embedding thread keep a core while a web request
+    or PostgreSQL backend waits to be scheduled. Under ``SCHED_IDLE`` they run at
+    once: on a 2-core EPYC the write p95 stayed near the one-run figure while two
+    runs embedded more (docs/benchmarks.md, session 33). The thread holds no database
+    lock; elsewhere than Linux it keeps its priority.
+    """
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def _runs_pool(runs: int) -> Any:
@@ -68,10 +84,15 @@ def _runs_pool(runs: int) -> Any:
     from concurrent.futures import ThreadPoolExecutor
 
     with _lock:
-        if _run_pool is None or _run_pool[:2] != (os.getpid(), runs):
-            pool = ThreadPoolExecutor(max_workers=runs, thread_name_prefix="embed-run")
-            _run_pool = (os.getpid(), runs, pool)
-        return _run_pool[2]
+        key = (os.getpid(), runs, _process_idle)
+        if _run_pool is None or _run_pool[:3] != key:
+            pool = ThreadPoolExecutor(
+                max_workers=runs,
+                thread_name_prefix="embed-run",
+                initializer=_idle_thread if _process_idle else None,
+            )
+            _run_pool = (*key, pool)
+        return _run_pool[3]
 
 
 def model_path() -> str:

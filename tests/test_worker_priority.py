@@ -14,6 +14,7 @@ def nice_calls(monkeypatch):
     monkeypatch.setattr(celery_config.os, "nice", lambda n: calls.append(n))
     monkeypatch.setattr(embeddings, "_process_threads", None)
     monkeypatch.setattr(embeddings, "_process_runs", 1)
+    monkeypatch.setattr(embeddings, "_process_idle", False)
     return calls
 
 
@@ -22,10 +23,24 @@ def test_worker_start_lowers_priority_and_sets_threads(settings, nice_calls):
     settings.MNEMO_WORKER_NICE = 7
     settings.MNEMO_WORKER_EMBEDDING_THREADS = 2
     settings.MNEMO_WORKER_EMBEDDING_RUNS = 3
+    settings.MNEMO_WORKER_EMBEDDING_IDLE = True
     celery_config._worker_priority()
     assert calls == [7]
     assert embeddings._process_threads == 2
     assert embeddings._process_runs == 3
+    assert embeddings._process_idle
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_a_worker_s_embedding_runs_take_only_idle_cpu_when_asked(idle, monkeypatch):
+    import os
+
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    monkeypatch.setattr(embeddings, "_process_idle", idle)
+    pool = embeddings._runs_pool(2)
+    policies = set(pool.map(lambda _: os.sched_getscheduler(0), range(8)))
+    assert policies == {os.SCHED_IDLE if idle else os.SCHED_OTHER}
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the caller keeps its own
 
 
 def test_zero_leaves_priority_and_threads_alone(settings, nice_calls):
@@ -33,10 +48,12 @@ def test_zero_leaves_priority_and_threads_alone(settings, nice_calls):
     settings.MNEMO_WORKER_NICE = 0
     settings.MNEMO_WORKER_EMBEDDING_THREADS = 0
     settings.MNEMO_WORKER_EMBEDDING_RUNS = 1
+    settings.MNEMO_WORKER_EMBEDDING_IDLE = False
     celery_config._worker_priority()
     assert calls == []
     assert embeddings._process_threads is None
     assert embeddings._process_runs == 1
+    assert not embeddings._process_idle
 
 
 def test_the_broker_connection_is_warmed_once_and_a_dead_broker_is_only_logged(
