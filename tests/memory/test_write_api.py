@@ -390,3 +390,65 @@ def test_the_duplicate_check_looks_hashes_up_in_the_session_index(agent, session
         c.execute("EXPLAIN " + check[0])
         plan = "\n".join(row[0] for row in c.fetchall())
     assert "memory_session_sha" in plan, plan
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writers_of_one_session_get_distinct_contiguous_seqs(
+    world, live_server
+):
+    """The session row's lock (``_lock_next_seq``) serialises seq numbers: eight
+    clients writing into one session at once get every number once, each batch in
+    one run."""
+    import json
+    import threading
+    import urllib.request
+
+    headers = {
+        "Authorization": f"Bearer {world.agent_a_key}",
+        "Content-Type": "application/json",
+    }
+
+    def call(path, body):
+        request = urllib.request.Request(
+            live_server.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers=headers,
+        )
+        with urllib.request.urlopen(request, timeout=60) as resp:  # noqa: S310
+            return resp.status, json.loads(resp.read())
+
+    status, session = call("/api/v1/sessions", {"external_id": "race"})
+    assert status == 201
+    batches: list[list[int]] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def writer(n):
+        try:
+            barrier.wait(timeout=30)
+            for k in range(5):
+                status, body = call(
+                    f"/api/v1/sessions/{session['id']}/messages",
+                    {"messages": [{"content": f"w{n} b{k} m{i}"} for i in range(5)]},
+                )
+                assert status == 201
+                batches.append([item["seq"] for item in body["items"]])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert sorted(s for b in batches for s in b) == list(range(200))
+    assert all(b == list(range(b[0], b[0] + 5)) for b in batches)
+    stored = Session.objects.get(pk=session["id"])
+    assert stored.next_seq == 200
+    seqs = Memory.objects.filter(session=stored, kind="message").values_list(
+        "seq", flat=True
+    )
+    assert sorted(seqs) == list(range(200))
