@@ -246,12 +246,8 @@ def test_a_few_texts_are_split_so_that_every_run_has_a_pass(int8_model, monkeypa
     assert all(name.startswith("embed-run") for _, name in model.calls)
 
 
-def test_a_bf16_torch_model_is_never_run_concurrently(monkeypatch, settings):
-    settings.MNEMO_EMBEDDING_BACKEND = "torch"
-    settings.MNEMO_EMBEDDING_PRECISION = "bf16"
-    monkeypatch.setattr(embeddings, "_process_runs", 2)
-    model = embeddings.get_model()
-    assert not getattr(model, "concurrent_runs", False)
+def record_threads(model, monkeypatch) -> list[str]:
+    """The names of the threads ``model.encode`` runs on, call by call."""
     calls: list[str] = []
     real = model.encode
 
@@ -260,6 +256,16 @@ def test_a_bf16_torch_model_is_never_run_concurrently(monkeypatch, settings):
         return real(texts, **kwargs)
 
     monkeypatch.setattr(model, "encode", encode)
+    return calls
+
+
+def test_a_bf16_torch_model_is_never_run_concurrently(monkeypatch, settings):
+    settings.MNEMO_EMBEDDING_BACKEND = "torch"
+    settings.MNEMO_EMBEDDING_PRECISION = "bf16"
+    monkeypatch.setattr(embeddings, "_process_runs", 2)
+    model = embeddings.get_model()
+    assert not getattr(model, "concurrent_runs", False)
+    calls = record_threads(model, monkeypatch)
     embeddings.embed_texts(["short", "a much longer text than the first one " * 6])
     assert calls == [threading.current_thread().name] * 2  # serially, on the caller
 
@@ -277,14 +283,7 @@ def test_an_fp32_torch_model_runs_concurrently_with_the_serial_vectors(
     monkeypatch.setattr(embeddings, "_process_runs", 1)
     serial = embeddings.embed_texts(MESSAGES, batch_size=8)
     monkeypatch.setattr(embeddings, "_process_runs", 2)
-    calls: list[str] = []
-    real = model.encode
-
-    def encode(texts: list[str], **kwargs: object) -> np.ndarray:
-        calls.append(threading.current_thread().name)
-        return real(texts, **kwargs)
-
-    monkeypatch.setattr(model, "encode", encode)
+    calls = record_threads(model, monkeypatch)
     together = embeddings.embed_texts(MESSAGES, batch_size=8)
     assert np.array_equal(serial, together)
     assert len(calls) >= 5 and all(n.startswith("embed-run") for n in calls)

@@ -111,24 +111,26 @@ def test_the_sweep_leaves_fresh_pending_rows_alone(world):
     assert services.sweep_pending(older_than_seconds=3600) == 0
 
 
+def _pending_of(principal, *texts):
+    """Rows written without enqueueing their embedding: pending until a task runs."""
+    return [
+        m.pk
+        for m in services.memory_remember(
+            principal=principal,
+            items=[MemoryInput(content=t) for t in texts],
+            enqueue=False,
+        ).memories
+    ]
+
+
 @pytest.mark.django_db
 def test_an_embedding_task_takes_its_org_s_backlog_along_but_no_other_org_s(
     world, settings
 ):
     from memory.tasks import embed_memories
 
-    def pending(principal, *texts):
-        return [
-            m.pk
-            for m in services.memory_remember(
-                principal=principal,
-                items=[MemoryInput(content=t) for t in texts],
-                enqueue=False,
-            ).memories
-        ]
-
-    backlog = pending(world.principal("agent_a"), "one", "two", "three", "four")
-    other_org = pending(world.principal("carol"), "globex backlog")
+    backlog = _pending_of(world.principal("agent_a"), "one", "two", "three", "four")
+    other_org = _pending_of(world.principal("carol"), "globex backlog")
     settings.MNEMO_EMBEDDING_TASK_ROWS = 3
     settings.MNEMO_EMBEDDING_TASK_MAX_ROWS = 3  # no refill: the first take only
     assert embed_memories.apply(args=[[backlog[-1]]]).get() == 3
@@ -155,24 +157,14 @@ def test_a_running_task_keeps_taking_its_org_s_new_rows_up_to_its_limit(
 
     agent = world.principal("agent_a")
 
-    def pending(principal, *texts):
-        return [
-            m.pk
-            for m in services.memory_remember(
-                principal=principal,
-                items=[MemoryInput(content=t) for t in texts],
-                enqueue=False,
-            ).memories
-        ]
-
-    first = pending(agent, "one", "two")
-    other_org = pending(world.principal("carol"), "globex backlog")
+    first = _pending_of(agent, "one", "two")
+    other_org = _pending_of(world.principal("carol"), "globex backlog")
     written: list[int] = []
     real = services.pending_rows
 
     def rows_arrive(orgs, *, exclude, limit):
         if not written:  # a write lands while the task embeds its first rows
-            written.extend(pending(agent, "three", "four", "five", "six", "seven"))
+            written.extend(_pending_of(agent, "three", "four", "five", "six", "seven"))
         return real(orgs, exclude=exclude, limit=limit)
 
     monkeypatch.setattr(services, "pending_rows", rows_arrive)
@@ -251,14 +243,7 @@ TEXTS = [
 
 
 def _pending(world, texts):
-    return [
-        m.pk
-        for m in services.memory_remember(
-            principal=world.principal("agent_a"),
-            items=[MemoryInput(content=t) for t in texts],
-            enqueue=False,
-        ).memories
-    ]
+    return _pending_of(world.principal("agent_a"), *texts)
 
 
 @pytest.mark.django_db
