@@ -349,8 +349,8 @@ MNEMO_GC_FREEZE = env_bool("MNEMO_GC_FREEZE", True)
 # for document embeddings (0: MNEMO_EMBEDDING_THREADS). Measured in docs/benchmarks.md.
 MNEMO_WORKER_NICE = env_int("MNEMO_WORKER_NICE", 10)
 MNEMO_WORKER_EMBEDDING_THREADS = env_int("MNEMO_WORKER_EMBEDDING_THREADS", 0)
-# Forward passes a worker runs at once, one thread each (ONNX, and torch in fp32; torch
-# bf16 stays serial). The threads run under SCHED_IDLE (MNEMO_WORKER_EMBEDDING_IDLE):
+# Forward passes a worker runs at once, one thread each (ONNX and torch, fp32 or bf16).
+# The threads run under SCHED_IDLE (MNEMO_WORKER_EMBEDDING_IDLE):
 # they take only the CPU the web and PostgreSQL leave idle (docs/benchmarks.md, s33).
 MNEMO_WORKER_EMBEDDING_RUNS = env_int("MNEMO_WORKER_EMBEDDING_RUNS", 2)
 MNEMO_WORKER_EMBEDDING_IDLE = env_bool("MNEMO_WORKER_EMBEDDING_IDLE", True)

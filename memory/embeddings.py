@@ -48,8 +48,8 @@ def set_process_threads(threads: int) -> None:
 
 # Forward passes :func:`embed_texts` runs at once, each on a thread of its own, for a
 # model that allows it (``concurrent_runs``: ONNX Runtime sessions are safe to run from
-# several threads, and so is a torch model computing in fp32 once its tokenizer is
-# serialised; with one intra-op thread each run computes on its caller's thread).
+# several threads, and so is a torch model once its tokenizer is serialised; with one
+# intra-op thread each run computes on its caller's thread).
 # 1 (serial) unless a worker sets it (``MNEMO_WORKER_EMBEDDING_RUNS``).
 _process_runs = 1
 _process_idle = False
@@ -149,23 +149,23 @@ def _load(backend: str) -> Any:
     torch.set_num_threads(threads)
     model = SentenceTransformer(model_path(), device="cpu")
     _prepare_arithmetic(model, precision())
-    if precision() == "fp32":
-        _allow_concurrent_runs(model)
+    _allow_concurrent_runs(model)
     return model
 
 
 def _allow_concurrent_runs(model: Any) -> None:
-    """Let a worker run a torch fp32 model's forward passes on two threads at once.
+    """Let a worker run a torch model's forward passes on two threads at once.
 
     Torch releases the GIL inside its operators, and with one intra-op thread each
     pass computes on its caller's thread: on a 2-core EPYC without bf16, 10 ms a text
     serially and 5.2-5.5 with two passes at once, the same vectors to the last bit
-    (docs/benchmarks.md, session 33). The tokenizer is not safe to share: transformers
-    sets truncation and padding on the Rust tokenizer at every call, and a second
-    thread doing so during an encode raises "Already borrowed"
+    (docs/benchmarks.md, session 33); on a 2-core EPYC with ``avx512_bf16``, in bf16,
+    6.3-6.9 -> 4.2-5.0 ms a text in batches of 10 (session 34; each thread enters its
+    own autocast, :func:`embed_texts`). The tokenizer is not safe to share:
+    transformers sets truncation and padding on the Rust tokenizer at every call, and a
+    second thread doing so during an encode raises "Already borrowed"
     (huggingface/tokenizers#537). Preprocessing (tokenizing, ~1% of a pass) therefore
-    runs under a lock. bf16 models stay serial: not measured concurrently (their
-    autocast is per thread, and AMX machines were measured with one run).
+    runs under a lock.
     """
     lock = threading.Lock()
     preprocess = model.preprocess

@@ -259,27 +259,17 @@ def record_threads(model, monkeypatch) -> list[str]:
     return calls
 
 
-def test_a_bf16_torch_model_is_never_run_concurrently(monkeypatch, settings):
-    settings.MNEMO_EMBEDDING_BACKEND = "torch"
-    settings.MNEMO_EMBEDDING_PRECISION = "bf16"
-    monkeypatch.setattr(embeddings, "_process_runs", 2)
-    model = embeddings.get_model()
-    assert not getattr(model, "concurrent_runs", False)
-    calls = record_threads(model, monkeypatch)
-    embeddings.embed_texts(["short", "a much longer text than the first one " * 6])
-    assert calls == [threading.current_thread().name] * 2  # serially, on the caller
-
-
 @pytest.mark.slow
-def test_an_fp32_torch_model_runs_concurrently_with_the_serial_vectors(
-    monkeypatch, settings
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_torch_model_runs_concurrently_with_the_vectors_of_its_batches(
+    monkeypatch, settings, precision
 ):
-    """Two torch passes at once on a CPU without bf16 (session 33): the vectors of
-    the same batches one after the other, to the last bit."""
+    """Two torch passes at once (fp32: session 33; bf16: session 34): each batch's
+    vectors as one after the other, to the last bit (each thread its own autocast)."""
     settings.MNEMO_EMBEDDING_BACKEND = "torch"
-    settings.MNEMO_EMBEDDING_PRECISION = "fp32"
+    settings.MNEMO_EMBEDDING_PRECISION = precision
     model = embeddings.get_model()
-    assert model.concurrent_runs
+    assert model.concurrent_runs and model._mnemo_precision == precision
     monkeypatch.setattr(embeddings, "_process_runs", 1)
     serial = embeddings.embed_texts(MESSAGES, batch_size=8)
     monkeypatch.setattr(embeddings, "_process_runs", 2)
