@@ -8,12 +8,13 @@ issue-level NER can replace this without changing the stored shape.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import Case, F, IntegerField, Value, When
+from django.db import connection
 
-from memory.models import Entity, EntityType, Memory, Mention
+from memory.models import Entity, EntityType, Memory
 
 _WORD = r"[A-Z][\w'’\-]*[\w]"
 _SPAN = re.compile(rf"\b{_WORD}(?:\s+(?:of\s+|de\s+|van\s+|von\s+|the\s+)?{_WORD})*")
@@ -310,7 +311,8 @@ def extract_and_link(
         ).only(*_LINK_FIELDS)
     }
     entities.update(known)
-    mentions: list[Mention] = []
+    # (org, memory, entity, surface, start, end) of each mention found.
+    mentions: list[tuple[int, int, int, str, int | None, int | None]] = []
     for m in rows:
         spans = per_memory[m.pk]
         linked = {s.normalized for s in spans}
@@ -318,47 +320,66 @@ def extract_and_link(
             found = entities.get((m.org_id, s.normalized))
             if found is not None:
                 mentions.append(
-                    Mention(
-                        org_id=m.org_id,
-                        memory_id=m.pk,
-                        entity=found,
-                        surface=s.surface[:200],
-                        start=s.start if s.start >= 0 else None,
-                        end=s.end if s.end >= 0 else None,
+                    (
+                        m.org_id,
+                        m.pk,
+                        found.pk,
+                        s.surface[:200],
+                        s.start if s.start >= 0 else None,
+                        s.end if s.end >= 0 else None,
                     )
                 )
         lowered = m.content.lower()
         for (org, norm), e in known.items():
-            if (
-                org == m.org_id
-                and norm not in linked
-                and re.search(rf"\b{re.escape(norm)}\b", lowered)
-            ):
-                pos = re.search(rf"\b{re.escape(norm)}\b", lowered)
-                assert pos is not None
-                mentions.append(
-                    Mention(
-                        org_id=m.org_id,
-                        memory_id=m.pk,
-                        entity=e,
-                        surface=norm,
-                        start=pos.start(),
-                        end=pos.end(),
-                    )
-                )
-    created = Mention.objects.bulk_create(mentions, ignore_conflicts=True)
-    counts: dict[int, int] = {}
-    for mention in mentions:
-        counts[mention.entity.pk] = counts.get(mention.entity.pk, 0) + 1
-    if counts:  # one statement for all of them, not one per entity
-        Entity.objects.filter(pk__in=counts).update(
-            mention_count=F("mention_count")
-            + Case(
-                *(When(pk=pk, then=Value(n)) for pk, n in counts.items()),
-                output_field=IntegerField(),
+            if org != m.org_id or norm in linked:
+                continue
+            pos = re.search(rf"\b{re.escape(norm)}\b", lowered)
+            if pos is not None:
+                mentions.append((m.org_id, m.pk, e.pk, norm, pos.start(), pos.end()))
+    return _store_mentions(mentions)
+
+
+def _store_mentions(
+    mentions: list[tuple[int, int, int, str, int | None, int | None]],
+) -> int:
+    """Insert ``mentions`` (a span already stored is skipped) and add those written to
+    their entities' ``mention_count``; returns mentions written.
+
+    Two statements over arrays instead of the ORM's ``bulk_create`` and an ``UPDATE
+    ... CASE`` with one ``WHEN`` an entity: Django resolved and compiled every
+    ``WHEN``, a quarter of a worker's linking CPU (docs/benchmarks.md, session 34).
+    Only mentions actually inserted are counted (the ORM counted skipped ones too).
+    """
+    if not mentions:
+        return 0
+    columns = list(zip(*mentions, strict=True))
+    with connection.cursor() as c:
+        c.execute(
+            """
+            INSERT INTO memory_mention
+                (org_id, memory_id, entity_id, surface, start, "end")
+            SELECT * FROM unnest(
+                %s::bigint[], %s::bigint[], %s::bigint[], %s::text[], %s::int[],
+                %s::int[]
             )
+            ON CONFLICT DO NOTHING
+            RETURNING entity_id
+            """,
+            [list(col) for col in columns],
         )
-    return len(created)
+        written = [entity_id for (entity_id,) in c.fetchall()]
+        counts = Counter(written)
+        if counts:
+            c.execute(
+                """
+                UPDATE memory_entity AS e
+                SET mention_count = e.mention_count + v.n
+                FROM unnest(%s::bigint[], %s::int[]) AS v(id, n)
+                WHERE e.id = v.id
+                """,
+                [list(counts), list(counts.values())],
+            )
+    return len(written)
 
 
 def entities_for_names(

@@ -218,6 +218,30 @@ def test_an_embedding_task_runs_as_many_statements_for_many_rows_and_names_as_fo
 
 
 @pytest.mark.django_db
+def test_linking_rows_again_adds_no_mention_and_counts_none(world):
+    """A span already stored is skipped, and only mentions written are counted (a
+    retried chunk links its rows again)."""
+    from django.db.models import Count
+
+    from memory import entities
+    from memory.models import Entity, Mention
+    from memory.tasks import embed_memories
+
+    ids = _pending(world, ["At noon Rosa met Bruno in Oslo.", "We saw Rosa in Oslo."])
+    embed_memories.apply(args=[ids]).get()
+    before = Mention.objects.filter(memory_id__in=ids).count()
+    counted = dict(
+        Entity.objects.filter(org=world.acme).values_list("name", "mention_count")
+    )
+    assert entities.extract_and_link(rows=list(Memory.objects.filter(pk__in=ids))) == 0
+    assert Mention.objects.filter(memory_id__in=ids).count() == before > 0
+    got = Entity.objects.filter(org=world.acme).annotate(n=Count("mentions"))
+    assert {e.name: e.mention_count for e in got} == counted
+    assert {e.name: e.mention_count for e in got} == {e.name: e.n for e in got}
+    assert {e.name for e in got} >= {"Rosa", "Bruno", "Oslo"}
+
+
+@pytest.mark.django_db
 def test_embedding_twice_is_idempotent(world):
     ids = [
         m.pk
