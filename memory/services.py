@@ -26,6 +26,7 @@ from django.utils import timezone
 from accounts.models import Team, Visibility
 from accounts.principals import Principal
 from memory.access import visibility_q
+from memory.bulk import insert_memories
 from memory.models import (
     KINDS_BY_TIER,
     TIER_OF_KIND,
@@ -363,7 +364,7 @@ def memory_remember(
                 )
             )
             seen.setdefault(digest, -1 - i)
-        created = Memory.objects.bulk_create(rows)
+        created = insert_memories(rows)
         # Duplicates of rows earlier in this batch point at their new ids.
         by_index = {}
         pos = 0

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection
 
 from accounts.models import Visibility
+from memory.bulk import insert_memories
 from memory.models import EmbeddingState, Memory
 from memory.services import sha256_text
 
@@ -90,8 +91,9 @@ def write_rows(
 ) -> dict[str, int]:
     """Write the rows whose key is new; returns key -> id for every row (old or new).
 
-    Rows are inserted in one ``bulk_create`` and their lineage in one more; callers hold
-    the session's advisory lock, so two workers never race on the same keys.
+    Rows are inserted in one statement (``memory.bulk``) and their lineage in one
+    more; callers hold the session's advisory lock, so two workers never race on the
+    same keys.
     """
     ids = existing_keys(org_id, (r.key for r in rows))
     pending: dict[str, DerivedRow] = {}
@@ -99,7 +101,7 @@ def write_rows(
         if r.key not in ids:
             pending.setdefault(r.key, r)
     unique = list(pending.values())
-    created = Memory.objects.bulk_create(
+    created = insert_memories(
         [
             Memory(
                 org_id=org_id,
@@ -122,8 +124,7 @@ def write_rows(
                 **dict(zip(SCOPE_FIELDS, r.scope, strict=True)),
             )
             for r in unique
-        ],
-        batch_size=1000,
+        ]
     )
     through = Memory.derived_from.through
     links = [
