@@ -54,6 +54,8 @@ def _json_value(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if hasattr(value, "to_list"):  # pgvector's Vector
+        return value.to_list()
     return value
 
 
