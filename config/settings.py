@@ -369,6 +369,9 @@ MNEMO_CONSOLIDATION_ENABLED = env_bool("MNEMO_CONSOLIDATION_ENABLED", True)
 # consolidated once (docs/benchmarks.md, ingest). 0 = after every embedding batch.
 MNEMO_CONSOLIDATION_DELAY_S = env_int("MNEMO_CONSOLIDATION_DELAY_S", 5)
 MNEMO_EPISODE_GAP_HOURS = env_int("MNEMO_EPISODE_GAP_HOURS", 4)
+# An episode covers at most this many messages: a longer run without a gap is split,
+# so a consolidation rewrites one bounded episode, not the whole session's.
+MNEMO_EPISODE_MAX_MESSAGES = env_int("MNEMO_EPISODE_MAX_MESSAGES", 200)
 MNEMO_TOPIC_MIN_FACTS = env_int("MNEMO_TOPIC_MIN_FACTS", 3)
 MNEMO_DRIFT_WINDOW_DAYS = env_int("MNEMO_DRIFT_WINDOW_DAYS", 30)
 MNEMO_ENTITY_TRGM_CANDIDATE = float(

@@ -43,12 +43,23 @@ STOPWORDS = STOP_CAPITALS | frozenset(
 
 
 def segments(messages: Sequence[Memory]) -> list[list[Memory]]:
-    """Split messages (in ``seq`` order) wherever the time gap exceeds the setting."""
+    """Split messages (in ``seq`` order) wherever the time gap exceeds the setting,
+    and after every ``MNEMO_EPISODE_MAX_MESSAGES`` messages.
+
+    A left-to-right scan whose state starts afresh at each boundary, so scanning from
+    any segment's first message gives the same segments from there on (what lets
+    :func:`build_episodes` read only the session's last segment and what followed).
+    """
     gap = timedelta(hours=float(getattr(settings, "MNEMO_EPISODE_GAP_HOURS", 4)))
+    most = max(1, int(getattr(settings, "MNEMO_EPISODE_MAX_MESSAGES", 200)))
     out: list[list[Memory]] = []
     last: datetime | None = None
     for m in messages:
-        if not out or (m.occurred_at and last and m.occurred_at - last > gap):
+        if (
+            not out
+            or len(out[-1]) >= most
+            or (m.occurred_at and last and m.occurred_at - last > gap)
+        ):
             out.append([])
         out[-1].append(m)
         last = m.occurred_at or last
@@ -122,10 +133,20 @@ def _highlights(observations: Sequence[str], limit: int = 6) -> list[str]:
 def build_episodes(
     session_id: int, *, after_seq: int | None, now: datetime
 ) -> list[int]:
-    """(Re)write the episodes of segments holding messages with ``seq > after_seq``."""
+    """(Re)write the episodes of segments holding messages with ``seq > after_seq``.
+
+    Reads the session's messages from the first message of its last episode's segment
+    on (or all of them on a first run, or when that message is gone): segments before
+    it hold no new message. Before, every run read the whole session, so a session of
+    n messages cost O(n) a consolidation (docs/benchmarks.md, session 34).
+    """
+    start = None if after_seq is None else _last_segment_start(session_id, after_seq)
     messages = list(
         Memory.objects.filter(
-            session_id=session_id, tier=Tier.RAW, status=Status.ACTIVE
+            session_id=session_id,
+            tier=Tier.RAW,
+            status=Status.ACTIVE,
+            **({"seq__gte": start} if start is not None else {}),
         )
         .only(
             "id",
@@ -174,6 +195,8 @@ def build_episodes(
             meta |= {
                 "segment_start": msgs[0].pk,
                 "segment_end": msgs[-1].pk,
+                # the segment's first message in any scope (_last_segment_start)
+                "segment_first": seg[0].pk,
                 "scope": scope_label(scope),
                 "derived_by": "rules",
                 "covers": [m.pk for m in msgs] + [o for o, _ in obs],
@@ -208,3 +231,24 @@ def build_episodes(
         )
         supersede_rows(list(old), ids[row.key], now)
     return [ids[r.key] for r in rows]
+
+
+def _last_segment_start(session_id: int, after_seq: int) -> int | None:
+    """The ``seq`` of the first message of the session's last segment with an
+    episode, if it is at most ``after_seq`` and still active; else None (read all)."""
+    firsts = [
+        pk
+        for pk in Memory.objects.filter(
+            session_id=session_id, kind="episode", status=Status.ACTIVE
+        ).values_list("metadata__segment_first", flat=True)
+        if isinstance(pk, int)
+    ]
+    if not firsts:
+        return None
+    seq = (
+        Memory.objects.filter(pk__in=firsts, status=Status.ACTIVE, seq__isnull=False)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return seq if seq is not None and seq <= after_seq else None

@@ -75,7 +75,10 @@ def consolidate_session(
             status=Status.ACTIVE,
             kind="message",
             **({"seq__gt": cursor} if cursor else {}),
-        ).order_by("seq", "id")
+        )
+        # Not the vectors: nothing here reads them, and each is 384 floats to parse.
+        .defer("embedding")
+        .order_by("seq", "id")
     )
     if not messages:
         return None

@@ -139,3 +139,54 @@ def test_topic_covers_the_facts_of_an_entity(writer, world, settings):
     facts = {f.pk for f in derived("fact")}
     assert set(topic_covers([topic.pk])[topic.pk]) >= facts
     assert set(topic.metadata["covers"]) >= facts
+
+
+def test_a_long_run_is_split_and_a_later_run_reads_only_its_last_segment(
+    writer, world, settings, monkeypatch
+):
+    """No gap, more than MNEMO_EPISODE_MAX_MESSAGES: episodes of at most that many
+    messages; the next consolidation reads the last segment and the new messages
+    only, and leaves the full segment's episode as it was."""
+    from memory.consolidation import episodes
+
+    settings.MNEMO_EPISODE_MAX_MESSAGES = 3
+    session = writer.session("alice", "long-run")
+    lines = [
+        "I went to a pottery class with Rosa.",
+        "Then we walked to the harbour in Oslo.",
+        "Rosa bought a blue bowl there.",
+        "I painted the lake at sunrise.",
+        "Bruno called about the trip to Bergen.",
+        "We booked the train for Friday.",
+    ]
+    first = writer.say("alice", session, *[("Caroline", t, MAY8) for t in lines[:4]])
+    writer.consolidate(session)
+
+    def active():
+        return sorted(
+            (e.metadata["segment_start"], e.metadata["segment_end"])
+            for e in derived("episode", session=session, status=Status.ACTIVE)
+        )
+
+    assert active() == [(first[0].pk, first[2].pk), (first[3].pk, first[3].pk)]
+    full_segment = derived("episode", session=session, status=Status.ACTIVE)[0]
+
+    read: list[int] = []
+    real = episodes.segments
+
+    def recording(messages):
+        read.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(episodes, "segments", recording)
+    more = writer.say("alice", session, *[("Caroline", t, MAY8) for t in lines[4:]])
+    writer.consolidate(session)
+    assert read == [3]  # the 4th message and the two new ones, not all six
+    assert active() == [(first[0].pk, first[2].pk), (first[3].pk, more[-1].pk)]
+    full_segment.refresh_from_db()
+    assert full_segment.status == Status.ACTIVE
+    # a full rebuild reads everything and finds the same episodes
+    read.clear()
+    writer.consolidate(session, full=True)
+    assert read == [6]
+    assert active() == [(first[0].pk, first[2].pk), (first[3].pk, more[-1].pk)]
