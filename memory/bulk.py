@@ -50,7 +50,7 @@ def _sql() -> str:
 
 
 def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime.datetime | datetime.date):
+    if isinstance(value, datetime.date):  # datetimes too
         return value.isoformat()
     if isinstance(value, np.ndarray):
         return value.tolist()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from config.db.arrays import IntArray, TextArray
 from memory.models import Entity, EntityType, Memory
 
 _WORD = r"[A-Z][\w'’\-]*[\w]"
@@ -352,7 +353,7 @@ def _store_mentions(
     """
     if not mentions:
         return 0
-    columns = list(zip(*mentions, strict=True))
+    orgs, memories, entity_ids, surfaces, starts, ends = zip(*mentions, strict=True)
     with connection.cursor() as c:
         c.execute(
             """
@@ -365,7 +366,14 @@ def _store_mentions(
             ON CONFLICT DO NOTHING
             RETURNING entity_id
             """,
-            [list(col) for col in columns],
+            [
+                IntArray(orgs),
+                IntArray(memories),
+                IntArray(entity_ids),
+                TextArray(surfaces),
+                list(starts),  # may hold None: psycopg's list dumper
+                list(ends),
+            ],
         )
         written = [entity_id for (entity_id,) in c.fetchall()]
         counts = Counter(written)
@@ -377,7 +385,7 @@ def _store_mentions(
                 FROM unnest(%s::bigint[], %s::int[]) AS v(id, n)
                 WHERE e.id = v.id
                 """,
-                [list(counts), list(counts.values())],
+                [IntArray(counts), IntArray(counts.values())],
             )
     return len(written)
 
